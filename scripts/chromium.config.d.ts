@@ -1,0 +1,3 @@
+export function chromiumPath(): string;
+export const chromiumArgs: string[];
+export const crossOriginIsolationHeaders: Record<string, string>;

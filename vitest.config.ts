@@ -1,0 +1,46 @@
+// Test lanes (DESIGN.md "Testing lanes"): `node` runs pure logic, the host provider and WebGPU through
+// Dawn + SwiftShader; `browser` runs real Chromium with WebGPU, OPFS, SharedArrayBuffer and workers.
+// Both lanes run the same guarantee suites; the provider list each lane exercises comes from
+// contracts/support/providers.ts. The Dawn environment (VK_ICD_FILENAMES, XDG_RUNTIME_DIR) is set by
+// scripts/lane.sh in the real process environment, because the native addon does not see test.env.
+import { defineConfig } from 'vitest/config';
+import { playwright } from '@vitest/browser-playwright';
+import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scripts/chromium.config.js';
+
+export default defineConfig({
+  server: { headers: crossOriginIsolationHeaders },
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'node',
+          environment: 'node',
+          include: ['contracts/**/*.test.ts', 'src/**/*.test.ts'],
+          exclude: ['**/*.browser.test.ts', '**/node_modules/**'],
+          setupFiles: ['contracts/support/setup-node.ts'],
+          pool: 'forks',
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['contracts/**/*.test.ts', 'src/**/*.test.ts'],
+          exclude: ['**/*.node.test.ts', '**/node_modules/**'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            screenshotFailures: false,
+            provider: playwright({ launchOptions: { executablePath: chromiumPath(), args: chromiumArgs } }),
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
+    ],
+  },
+});
