@@ -1,0 +1,218 @@
+// AllocationGroup (G2): one owner of many allocations and many logical values over them.
+//
+// Ownership: the group owns every occupied allocation entry (a Claim holding one root retainer). Entries
+// have stable indices; moving an owner out leaves a hole and nothing is renumbered. Descriptor slots are
+// append-only: a removed descriptor's slot stays vacant for the group's lifetime. A slot is only a lookup
+// key under a borrow of this group; it carries no authority and resolves against whatever group it is
+// given to.
+// Borrows: the whole group has one BorrowNode. `view` lends it shared, `viewMut` exclusively, `splitMut`
+// lends N exclusive children after the central disjointness proof (disjoint.ts). Table changes (insert,
+// alias, remove, extract) and consuming calls need the group unborrowed.
+// Validation: `insert` retains the tensor's checked layout (no revalidation); `alias` validates its new
+// layout once; view/viewMut/splitMut/extract only resolve slots. Every failure leaves the group unchanged.
+// Single-threaded.
+import { TenonError } from '../errors.js';
+import { BorrowNode } from './borrow.js';
+import { checkDType } from './dtype.js';
+import type { DType } from './dtype.js';
+import { proveDisjoint } from './disjoint.js';
+import type { SplitRequest } from './disjoint.js';
+import { checkLayout } from './layout.js';
+import type { LayoutSpec } from './layout.js';
+import { INTERNAL, TensorView, TensorViewMut, consumeTensor, newTensor } from './tensor.js';
+import type { Target, Tensor } from './tensor.js';
+import type { Claim } from './root.js';
+
+declare const allocationSlotBrand: unique symbol;
+declare const descriptorSlotBrand: unique symbol;
+/** Stable index of an allocation entry. A key, not a capability. */
+export type AllocationSlot = number & { readonly [allocationSlotBrand]: true };
+/** Append-only index of a descriptor record. A key, not a capability. */
+export type DescriptorSlot = number & { readonly [descriptorSlotBrand]: true };
+
+interface DescriptorRecord extends Target {
+  readonly allocation: AllocationSlot;
+}
+
+export interface InsertResult {
+  readonly allocation: AllocationSlot;
+  /** Descriptor carrying the inserted tensor's own layout. */
+  readonly descriptor: DescriptorSlot;
+}
+
+export class AllocationGroup {
+  /** Owned claims, one root retainer each; `undefined` marks a hole left by extraction. */
+  readonly #allocations: (Claim | undefined)[] = [];
+  /** How many live descriptors reference each allocation (extraction uniqueness in O(1)). */
+  readonly #aliases: number[] = [];
+  readonly #descriptors: (DescriptorRecord | undefined)[] = [];
+  readonly #node = new BorrowNode(null, true);
+
+  /** Number of allocation entries ever created (holes included). */
+  get allocationSlots(): number {
+    this.#node.checkRead('group.allocationSlots');
+    return this.#allocations.length;
+  }
+
+  /** Number of descriptor slots ever created (vacant ones included). */
+  get descriptorSlots(): number {
+    this.#node.checkRead('group.descriptorSlots');
+    return this.#descriptors.length;
+  }
+
+  /** Occupied descriptor slots in slot order. */
+  descriptors(): DescriptorSlot[] {
+    this.#node.checkRead('group.descriptors');
+    const out: DescriptorSlot[] = [];
+    this.#descriptors.forEach((record, slot) => {
+      if (record !== undefined) out.push(slot as DescriptorSlot);
+    });
+    return out;
+  }
+
+  /** The allocation a descriptor refers to. */
+  allocationOf(slot: DescriptorSlot): AllocationSlot {
+    const op = 'group.allocationOf';
+    this.#node.checkRead(op);
+    return this.#record(slot, op).allocation;
+  }
+
+  get moved(): boolean {
+    return this.#node.state === 'moved';
+  }
+
+  /** Moves `tensor` into a new allocation entry with one descriptor for its layout. Consumes the tensor. */
+  insert(tensor: Tensor): InsertResult {
+    const op = 'group.insert';
+    this.#node.checkWrite(op);
+    const target = consumeTensor(tensor, op);
+    const allocation = this.#allocations.length as AllocationSlot;
+    this.#allocations.push(target.claim);
+    this.#aliases.push(0);
+    const descriptor = this.#append({ allocation, claim: target.claim, layout: target.layout, injective: target.injective });
+    return { allocation, descriptor };
+  }
+
+  /** Appends a descriptor with a new layout over an existing allocation (aliases are allowed). */
+  alias(allocation: AllocationSlot, dtype: DType, layout: LayoutSpec): DescriptorSlot {
+    const op = 'group.alias';
+    this.#node.checkWrite(op);
+    const claim = this.#allocation(allocation, op);
+    checkDType(dtype, op);
+    const checked = checkLayout(layout, dtype, claim.end - claim.start, claim.root.provider.meter, op);
+    return this.#append({ allocation, claim, layout: checked, injective: undefined });
+  }
+
+  /** Vacates a descriptor slot forever. The allocation stays owned by the group. */
+  removeDescriptor(slot: DescriptorSlot): void {
+    const op = 'group.removeDescriptor';
+    this.#node.checkWrite(op);
+    const record = this.#record(slot, op);
+    this.#descriptors[slot] = undefined;
+    this.#aliases[record.allocation]!--;
+  }
+
+  /** A shared view of one descriptor; any number may coexist. */
+  view<D extends DType = DType>(slot: DescriptorSlot): TensorView<D> {
+    const op = 'group.view';
+    this.#node.checkRead(op);
+    const record = this.#record(slot, op);
+    return new TensorView<D>(INTERNAL, record, this.#node.lendShared(op), true);
+  }
+
+  /** The one exclusive view; the whole group is borrowed until it is released. */
+  viewMut<D extends DType = DType>(slot: DescriptorSlot): TensorViewMut<D> {
+    const op = 'group.viewMut';
+    this.#node.checkWrite(op);
+    const record = this.#record(slot, op);
+    return new TensorViewMut<D>(INTERNAL, record, this.#node.lendExclusive(op), true);
+  }
+
+  /**
+   * N simultaneous mutable views after one disjointness proof over the retained byte envelopes. Views
+   * come back in request order; the group stays borrowed until all of them are released.
+   */
+  splitMut(slots: readonly DescriptorSlot[]): TensorViewMut[] {
+    const op = 'group.splitMut';
+    this.#node.checkWrite(op);
+    if (!Array.isArray(slots)) throw new TenonError('EINVAL', 'slots must be an array', { op, reason: 'bad-slots' });
+    const requests: SplitRequest[] = slots.map((slot, index) => ({ index, slot, record: this.#record(slot, op) }));
+    proveDisjoint(requests, op);
+    const tokens = this.#node.lendDisjoint(requests.length, op);
+    return requests.map((request, i) => new TensorViewMut(INTERNAL, request.record, tokens[i]!, true));
+  }
+
+  /**
+   * Moves one allocation out as an owner, when `slot` is the only descriptor over it. The descriptor and
+   * allocation entries become holes; nothing is renumbered.
+   */
+  tryExtract<D extends DType = DType>(slot: DescriptorSlot): Tensor<D> {
+    const op = 'group.tryExtract';
+    this.#node.checkWrite(op);
+    const record = this.#record(slot, op);
+    const aliases = this.#aliases[record.allocation]!;
+    if (aliases !== 1) {
+      throw new TenonError('EBUSY', `${aliases - 1} other descriptor(s) alias this allocation`, {
+        op,
+        reason: 'aliased-allocation',
+        ids: { slot, allocation: record.allocation },
+      });
+    }
+    this.#descriptors[slot] = undefined;
+    this.#aliases[record.allocation] = 0;
+    this.#allocations[record.allocation] = undefined;
+    return newTensor<D>({ claim: record.claim, layout: record.layout, injective: record.injective });
+  }
+
+  /** Consumes the group: returns one descriptor as an owner and releases every other allocation. */
+  intoTensor<D extends DType = DType>(slot: DescriptorSlot): Tensor<D> {
+    const op = 'group.intoTensor';
+    this.#node.checkConsume(op);
+    const record = this.#record(slot, op);
+    this.#node.markMoved();
+    this.#allocations.forEach((claim, index) => {
+      if (claim !== undefined && index !== record.allocation) claim.root.release();
+    });
+    return newTensor<D>({ claim: record.claim, layout: record.layout, injective: record.injective });
+  }
+
+  /** Ends the group and every allocation it still owns. */
+  dispose(): void {
+    const op = 'group.dispose';
+    this.#node.checkConsume(op);
+    this.#node.markMoved();
+    for (const claim of this.#allocations) claim?.root.release();
+  }
+
+  [Symbol.dispose](): void {
+    if (this.#node.state !== 'moved') this.dispose();
+  }
+
+  #append(record: DescriptorRecord): DescriptorSlot {
+    this.#descriptors.push(record);
+    this.#aliases[record.allocation]!++;
+    return (this.#descriptors.length - 1) as DescriptorSlot;
+  }
+
+  #allocation(slot: AllocationSlot, op: string): Claim {
+    if (!Number.isSafeInteger(slot) || slot < 0 || slot >= this.#allocations.length) {
+      throw new TenonError('EINVAL', `no allocation slot ${String(slot)}`, { op, reason: 'invalid-slot', ids: { slot } });
+    }
+    const claim = this.#allocations[slot];
+    if (claim === undefined) throw new TenonError('EINVAL', `allocation slot ${slot} is empty`, { op, reason: 'empty-slot', ids: { slot } });
+    return claim;
+  }
+
+  #record(slot: DescriptorSlot, op: string): DescriptorRecord {
+    if (!Number.isSafeInteger(slot) || slot < 0 || slot >= this.#descriptors.length) {
+      throw new TenonError('EINVAL', `no descriptor slot ${String(slot)}`, { op, reason: 'invalid-slot', ids: { slot: String(slot) } });
+    }
+    const record = this.#descriptors[slot];
+    if (record === undefined) throw new TenonError('EINVAL', `descriptor slot ${slot} is empty`, { op, reason: 'empty-slot', ids: { slot } });
+    return record;
+  }
+}
+
+export function createAllocationGroup(): AllocationGroup {
+  return new AllocationGroup();
+}

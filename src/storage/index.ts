@@ -1,0 +1,29 @@
+// Public face of the ownership kernel (src/storage). Everything not exported here is internal.
+// Contract summary: providers make roots; a Tensor owns one claim of a root; views are checked borrows;
+// an AllocationGroup owns many allocations and descriptors; prepared accesses are the only element
+// access; every physical allocation and byte-preserving copy is in the provider's ledger.
+export { createHostProvider, HostProvider } from './host.js';
+export type { HostProviderOptions } from './host.js';
+export { createWebGPUProvider, WebGPUProvider } from './webgpu.js';
+export type { DeviceLoss, WebGPUFaults, WebGPUProviderOptions } from './webgpu.js';
+export type { Provider, ProviderCapabilities, ProviderKind } from './provider.js';
+export type { AllocationEvent, AllocationReason, CopyEvent, CopyReason, CounterSnapshot, LedgerEvent } from './counters.js';
+export { DTYPES, dtypeSize, isDType } from './dtype.js';
+export type { AnyTypedArray, ArrayOf, DType } from './dtype.js';
+export { MAX_RANK } from './layout.js';
+export type { CheckedLayout, LayoutSpec, StridedPlan } from './layout.js';
+export { Tensor, TensorView, TensorViewMut, allocate, fromArray, zeros } from './tensor.js';
+export type { AllocateOptions, HostWriteOptions, TensorDiagnostics, TensorReadApi, TensorWriteApi } from './tensor.js';
+export {
+  PreparedContiguousRead,
+  PreparedContiguousWrite,
+  PreparedDeviceRead,
+  PreparedDeviceWrite,
+  PreparedStridedRead,
+  PreparedStridedWrite,
+  StridedCursor,
+} from './prepared.js';
+export type { PreparedHostRead, PreparedHostWrite } from './prepared.js';
+export { AllocationGroup, createAllocationGroup } from './group.js';
+export type { AllocationSlot, DescriptorSlot, InsertResult } from './group.js';
+export { CONSUMING_METHODS, MUTATION_METHODS, READ_GETTERS, READ_METHODS } from './methods.js';
