@@ -1,0 +1,36 @@
+// Totals every step of `npm test` into one line: `tenon: N passed, M failed[, K skipped]`.
+// A check step (type check, contracts) counts as one test. A vitest lane counts its tests from the JSON
+// report; a lane that exited non-zero without a report (crash, bad config) counts as one failure, and a
+// lane whose report shows no failures but whose process failed adds one failure, so the line can never
+// read clean when something broke. Exit status: 0 only when nothing failed.
+import { existsSync, readFileSync } from 'node:fs';
+
+const dir = '.vitest-reports';
+const rows = [];
+for (const name of process.argv.slice(2)) {
+  const statusFile = `${dir}/${name}.status`;
+  const status = existsSync(statusFile) ? Number(readFileSync(statusFile, 'utf8').trim()) : 1;
+  const reportFile = `${dir}/${name}.json`;
+  if (existsSync(reportFile)) {
+    const report = JSON.parse(readFileSync(reportFile, 'utf8'));
+    const passed = report.numPassedTests ?? 0;
+    let failed = report.numFailedTests ?? 0;
+    const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+    if (status !== 0 && failed === 0) failed = 1;
+    rows.push({ name, passed, failed, skipped, note: status !== 0 ? `exit ${status}` : '' });
+  } else {
+    rows.push({ name, passed: status === 0 ? 1 : 0, failed: status === 0 ? 0 : 1, skipped: 0, note: status === 0 ? 'check' : `check, exit ${status}` });
+  }
+}
+
+const pad = (s, n) => String(s).padEnd(n);
+console.log(`${pad('step', 20)}${pad('passed', 8)}${pad('failed', 8)}${pad('skipped', 8)}note`);
+for (const r of rows) console.log(`${pad(r.name, 20)}${pad(r.passed, 8)}${pad(r.failed, 8)}${pad(r.skipped, 8)}${r.note}`);
+const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.failed + r.failed, skipped: t.skipped + r.skipped }), {
+  passed: 0,
+  failed: 0,
+  skipped: 0,
+});
+const tail = total.skipped > 0 ? `, ${total.skipped} skipped` : '';
+console.log(`tenon: ${total.passed} passed, ${total.failed} failed${tail}`);
+process.exit(total.failed === 0 ? 0 : 1);
