@@ -22,6 +22,7 @@ export {
   PreparedStridedRead,
   PreparedStridedWrite,
   StridedCursor,
+  StridedRuns,
 } from './prepared.js';
 export type { PreparedHostRead, PreparedHostWrite } from './prepared.js';
 export { AllocationGroup, createAllocationGroup } from './group.js';

@@ -19,42 +19,113 @@ import type { CheckedLayout, StridedPlan } from './layout.js';
 import type { MappedRange } from './provider.js';
 
 /**
- * Walks a strided layout. Use: `for (const c = p.cursor(); c.remaining > 0; c.advance()) c.array[c.index]`.
- * `advance()` only adds precomputed strides and carries; it allocates nothing and checks nothing.
+ * Walks a strided layout element by element.
+ * Use: `for (const c = p.cursor(); !c.done; c.advance()) use(c.array[c.index])`.
+ * `advance()` only adds precomputed strides and carries; it allocates nothing and checks nothing. The
+ * innermost dimension is kept in plain fields so the common step is one compare and one add.
  */
 export class StridedCursor<D extends DType> {
   /** The envelope of the layout; `index` points into it. */
   readonly array: ArrayOf<D>;
   /** Index in `array` of the current element. */
   index: number;
-  /** Elements left including the current one. */
-  remaining: number;
-  readonly #extents: readonly number[];
-  readonly #strides: readonly number[];
-  readonly #backstrides: readonly number[];
-  readonly #counters: Float64Array;
+  /** True once every element was visited (at once for an empty layout). */
+  done: boolean;
+  #inner = 0;
+  readonly #innerExtent: number;
+  readonly #innerStride: number;
+  readonly #innerBack: number;
+  readonly #plan: StridedPlan;
+  /** Counters of the outer dimensions (all but the innermost). */
+  readonly #outer: Float64Array;
 
   constructor(array: ArrayOf<D>, plan: StridedPlan, size: number) {
+    const last = plan.extents.length - 1;
     this.array = array;
     this.index = plan.firstIndex;
-    this.remaining = size;
-    this.#extents = plan.extents;
-    this.#strides = plan.strides;
-    this.#backstrides = plan.backstrides;
-    this.#counters = new Float64Array(plan.extents.length);
+    this.done = size === 0;
+    this.#plan = plan;
+    this.#innerExtent = plan.extents[last] ?? 1;
+    this.#innerStride = plan.strides[last] ?? 0;
+    this.#innerBack = plan.backstrides[last] ?? 0;
+    this.#outer = new Float64Array(Math.max(last, 0));
   }
 
   advance(): void {
-    this.remaining--;
-    const counters = this.#counters;
-    for (let d = counters.length - 1; d >= 0; d--) {
-      if (++counters[d]! < this.#extents[d]!) {
-        this.index += this.#strides[d]!;
+    if (++this.#inner < this.#innerExtent) {
+      this.index += this.#innerStride;
+      return;
+    }
+    this.#inner = 0;
+    this.index -= this.#innerBack;
+    this.#carry();
+  }
+
+  #carry(): void {
+    const { extents, strides, backstrides } = this.#plan;
+    const outer = this.#outer;
+    for (let d = outer.length - 1; d >= 0; d--) {
+      if (++outer[d]! < extents[d]!) {
+        this.index += strides[d]!;
         return;
       }
-      counters[d] = 0;
-      this.index -= this.#backstrides[d]!;
+      outer[d] = 0;
+      this.index -= backstrides[d]!;
     }
+    this.done = true;
+  }
+}
+
+/**
+ * Walks a strided layout one innermost run at a time, so the caller's inner loop is a plain typed-array
+ * loop: `for (const r = p.runs(); r.next(); ) for (let k = 0, i = r.start; k < r.length; k++, i += r.stride) ...`.
+ * `next()` only adds precomputed strides and carries for the outer dimensions.
+ */
+export class StridedRuns<D extends DType> {
+  /** The envelope of the layout; run indices point into it. */
+  readonly array: ArrayOf<D>;
+  /** Index in `array` of the first element of the current run. */
+  start: number;
+  /** Elements in every run (the innermost extent). */
+  readonly length: number;
+  /** Step between consecutive elements of a run. */
+  readonly stride: number;
+  /** Runs left after the current one. */
+  remaining: number;
+  #started = false;
+  readonly #plan: StridedPlan;
+  readonly #outer: Float64Array;
+
+  constructor(array: ArrayOf<D>, plan: StridedPlan, size: number) {
+    const last = plan.extents.length - 1;
+    this.array = array;
+    this.start = plan.firstIndex;
+    this.length = plan.extents[last] ?? 1;
+    this.stride = plan.strides[last] ?? 0;
+    this.remaining = size === 0 ? 0 : size / this.length;
+    this.#plan = plan;
+    this.#outer = new Float64Array(Math.max(last, 0));
+  }
+
+  /** Moves to the next run; false when there is none. The first call selects the first run. */
+  next(): boolean {
+    if (this.remaining === 0) return false;
+    this.remaining--;
+    if (!this.#started) {
+      this.#started = true;
+      return true;
+    }
+    const { extents, strides, backstrides } = this.#plan;
+    const outer = this.#outer;
+    for (let d = outer.length - 1; d >= 0; d--) {
+      if (++outer[d]! < extents[d]!) {
+        this.start += strides[d]!;
+        return true;
+      }
+      outer[d] = 0;
+      this.start -= backstrides[d]!;
+    }
+    return true;
   }
 }
 
@@ -108,10 +179,18 @@ abstract class PreparedHostBase<D extends DType> extends PreparedBase {
   }
 
   protected newCursor(op: string): StridedCursor<D> {
+    return new StridedCursor(this.#envelope, this.#plan(op), this.layout.size);
+  }
+
+  protected newRuns(op: string): StridedRuns<D> {
+    return new StridedRuns(this.#envelope, this.#plan(op), this.layout.size);
+  }
+
+  #plan(op: string): StridedPlan {
     this.check(op);
     const layout = this.layout;
     if (layout.kind !== 'strided') throw new TenonError('EINVAL', 'contiguous access has no cursor', { op, reason: 'wrong-variant' });
-    return new StridedCursor(this.#envelope, layout.plan, layout.size);
+    return layout.plan;
   }
 }
 
@@ -129,6 +208,9 @@ export class PreparedStridedRead<D extends DType> extends PreparedHostBase<D> {
   cursor(): StridedCursor<D> {
     return this.newCursor('prepared.cursor');
   }
+  runs(): StridedRuns<D> {
+    return this.newRuns('prepared.runs');
+  }
 }
 
 export class PreparedContiguousWrite<D extends DType> extends PreparedHostBase<D> {
@@ -144,6 +226,9 @@ export class PreparedStridedWrite<D extends DType> extends PreparedHostBase<D> {
   protected readonly commitOnRelease = true;
   cursor(): StridedCursor<D> {
     return this.newCursor('prepared.cursor');
+  }
+  runs(): StridedRuns<D> {
+    return this.newRuns('prepared.runs');
   }
 }
 

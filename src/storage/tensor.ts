@@ -218,7 +218,7 @@ export class TensorView<D extends DType = DType> implements TensorReadApi<D> {
     if (prepared.kind === 'contiguous') return prepared.asArray().slice() as ArrayOf<D>;
     const out = newArray(prepared.layout.dtype, prepared.layout.size) as ArrayOf<D>;
     let i = 0;
-    for (const c = prepared.cursor(); c.remaining > 0; c.advance()) out[i++] = c.array[c.index]!;
+    for (const c = prepared.cursor(); !c.done; c.advance()) out[i++] = c.array[c.index]!;
     return out;
   }
 
@@ -362,7 +362,7 @@ export class TensorViewMut<D extends DType = DType> implements TensorWriteApi<D>
     using prepared = await this.prepareHostMut();
     if (prepared.kind !== 'strided') throw new TenonError('EINVAL', 'unexpected variant', { op, reason: 'wrong-variant' });
     let i = 0;
-    for (const c = prepared.cursor(); c.remaining > 0; c.advance()) c.array[c.index] = src[i++]!;
+    for (const c = prepared.cursor(); !c.done; c.advance()) c.array[c.index] = src[i++]!;
   }
 
   async fill(value: number): Promise<void> {
@@ -373,7 +373,7 @@ export class TensorViewMut<D extends DType = DType> implements TensorWriteApi<D>
       prepared.asArray().fill(value);
       return;
     }
-    for (const c = prepared.cursor(); c.remaining > 0; c.advance()) c.array[c.index] = value;
+    for (const c = prepared.cursor(); !c.done; c.advance()) c.array[c.index] = value;
   }
 
   /** Ends this exclusive borrow. */
