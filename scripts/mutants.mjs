@@ -1,0 +1,81 @@
+// `npm run mutants`: each designated bad implementation in contracts/mutants.json must make the named
+// guarantee suites fail (DESIGN.md: a guarantee is not done until its mutation is killed).
+// For each mutant: apply one exact text replacement to one source file, run the named test files in the
+// node lane, expect a failure, restore the file byte for byte. A mutant whose `find` text is missing is an
+// error (the list went stale), not a pass. Restores on every exit path, including Ctrl-C.
+// Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json]
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const list = JSON.parse(readFileSync(join(root, 'contracts/mutants.json'), 'utf8'));
+const args = process.argv.slice(2);
+const onlyArg = args.find((a) => a.startsWith('--only'));
+const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1] : args[args.indexOf(onlyArg) + 1]).split(',') : undefined;
+const json = args.includes('--json');
+
+let restore;
+const restoreNow = () => {
+  if (restore) {
+    restore();
+    restore = undefined;
+  }
+};
+process.on('SIGINT', () => {
+  restoreNow();
+  process.exit(130);
+});
+process.on('exit', restoreNow);
+
+const selected = list.mutants.filter((m) => !only || only.includes(m.id));
+
+// Control: the suites must pass on the unmutated tree, or a "kill" would mean nothing.
+const suites = [...new Set(selected.flatMap((m) => m.tests))];
+const control = spawnSync('bash', ['scripts/lane.sh', 'node', ...suites], {
+  cwd: root,
+  encoding: 'utf8',
+  env: { ...process.env, FORCE_COLOR: '0' },
+  maxBuffer: 64 * 1024 * 1024,
+});
+if (control.status !== 0) {
+  console.log(control.stdout.slice(-4000));
+  console.log(`mutants: control run failed — the suites must pass unmutated (${suites.join(' ')})`);
+  process.exit(1);
+}
+if (!json) console.log(`control  suites pass unmutated: ${suites.join(' ')}`);
+
+const results = [];
+for (const m of selected) {
+  const file = join(root, m.file);
+  const original = readFileSync(file, 'utf8');
+  const at = original.indexOf(m.find);
+  if (at < 0 || original.indexOf(m.find, at + 1) >= 0) {
+    results.push({ id: m.id, verdict: 'stale', detail: at < 0 ? 'find text not present' : 'find text not unique' });
+    continue;
+  }
+  restore = () => writeFileSync(file, original);
+  writeFileSync(file, original.slice(0, at) + m.replace + original.slice(at + m.find.length));
+  const t0 = Date.now();
+  const run = spawnSync('bash', ['scripts/lane.sh', 'node', ...m.tests], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, FORCE_COLOR: '0' },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  restoreNow();
+  const seconds = ((Date.now() - t0) / 1000).toFixed(1);
+  const killed = run.status !== 0;
+  results.push({ id: m.id, guarantees: m.guarantees, verdict: killed ? 'killed' : 'survived', seconds });
+  if (!json) console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id.padEnd(34)} ${seconds}s  (${m.guarantees.join(', ')})`);
+}
+
+const killed = results.filter((r) => r.verdict === 'killed').length;
+const bad = results.filter((r) => r.verdict !== 'killed');
+if (json) console.log(JSON.stringify({ killed, total: results.length, results }, null, 2));
+else {
+  for (const r of bad.filter((r) => r.verdict === 'stale')) console.log(`STALE    ${r.id}: ${r.detail}`);
+  console.log(`mutants: ${killed}/${results.length} killed${bad.length ? ` — ${bad.length} not killed` : ''}`);
+}
+process.exit(bad.length === 0 ? 0 : 1);
