@@ -136,7 +136,8 @@ export class AllocationGroup {
     const op = 'group.splitMut';
     this.#node.checkWrite(op);
     if (!Array.isArray(slots)) throw new TenonError('EINVAL', 'slots must be an array', { op, reason: 'bad-slots' });
-    const requests: SplitRequest[] = slots.map((slot, index) => ({ index, slot, record: this.#record(slot, op) }));
+    // Array.from visits holes of a sparse list (as undefined), so every position is resolved or rejected.
+    const requests: SplitRequest[] = Array.from(slots, (slot, index) => ({ index, slot, record: this.#record(slot, op) }));
     proveDisjoint(requests, op);
     const tokens = this.#node.lendDisjoint(requests.length, op);
     return requests.map((request, i) => new TensorViewMut(INTERNAL, request.record, tokens[i]!, true));

@@ -27,7 +27,6 @@ const NOOP_RELEASE = (): void => {};
 
 export class HostProvider extends ProviderCore {
   readonly kind = 'host' as const;
-  readonly copyAlignment = 1;
   readonly capabilities: ProviderCapabilities;
 
   constructor(options: HostProviderOptions = {}) {
@@ -46,6 +45,7 @@ export class HostProvider extends ProviderCore {
       deviceBinding: false,
       scopedExecution: true,
       claimAlignment: 1,
+      writeGranularity: 1,
       maxAllocationBytes: options.maxAllocationBytes ?? DEFAULT_MAX_HOST_ALLOCATION,
     });
   }

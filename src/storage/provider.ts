@@ -28,6 +28,12 @@ export interface ProviderCapabilities {
   readonly scopedExecution: boolean;
   /** Split points inside a root must be multiples of this many bytes. */
   readonly claimAlignment: number;
+  /**
+   * Host writes reach device memory in whole units of this many bytes (WebGPU copies are 4-byte
+   * granular). Two mutable views whose bytes share a unit cannot coexist, and root-to-root copies are
+   * aligned to it. 1 on the host provider.
+   */
+  readonly writeGranularity: number;
   /** Largest single allocation in bytes. */
   readonly maxAllocationBytes: number;
 }
@@ -61,8 +67,6 @@ let nextStagingId = 1;
 export abstract class ProviderCore implements Provider {
   abstract readonly kind: ProviderKind;
   abstract readonly capabilities: ProviderCapabilities;
-  /** Offsets and sizes of root-to-root copies must be multiples of this many bytes. */
-  abstract readonly copyAlignment: number;
   readonly id: string;
   readonly #counters = new Counters();
   readonly #ledger = new Ledger();

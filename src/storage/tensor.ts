@@ -230,7 +230,7 @@ export class TensorView<D extends DType = DType> implements TensorReadApi<D> {
       const provider = providerOf(target).resolve();
       const { layout, claim } = target;
       const range = rootRange(target);
-      const align = provider.copyAlignment;
+      const align = provider.capabilities.writeGranularity;
       const start = layout.size === 0 ? range.start : alignDown(range.start, align);
       const bytes = layout.size === 0 ? 0 : alignUp(range.end, align) - start;
       const rebased = checkLayout(

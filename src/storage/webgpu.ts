@@ -54,7 +54,6 @@ export interface WebGPUFaults {
 
 export class WebGPUProvider extends ProviderCore {
   readonly kind = 'webgpu' as const;
-  readonly copyAlignment = COPY_ALIGNMENT;
   readonly capabilities: ProviderCapabilities;
   /** The device; owned by this provider and destroyed only by `destroy()` or the loss seam. */
   readonly device: GPUDevice;
@@ -77,6 +76,7 @@ export class WebGPUProvider extends ProviderCore {
       scopedExecution: false,
       // A claim is bound from its first byte, so split points honour the binding offset alignment.
       claimAlignment: Math.max(limits.minStorageBufferOffsetAlignment, COPY_ALIGNMENT),
+      writeGranularity: COPY_ALIGNMENT,
       maxAllocationBytes: limits.maxBufferSize,
     });
     this.lost = device.lost.then((info) => {
