@@ -9,6 +9,8 @@ import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scrip
 
 export default defineConfig({
   server: { headers: crossOriginIsolationHeaders },
+  // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite.
+  optimizeDeps: { include: ['fast-check'] },
   test: {
     projects: [
       {

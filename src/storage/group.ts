@@ -99,7 +99,7 @@ export class AllocationGroup {
     this.#node.checkWrite(op);
     const claim = this.#allocation(allocation, op);
     checkDType(dtype, op);
-    const checked = checkLayout(layout, dtype, claim.end - claim.start, claim.root.provider.meter, op);
+    const checked = checkLayout(layout, dtype, claim.end - claim.start, claim.root.provider.meter, op, claim.start);
     return this.#append({ allocation, claim, layout: checked, injective: undefined });
   }
 

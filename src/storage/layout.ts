@@ -67,10 +67,18 @@ export function rowMajorStrides(shape: readonly number[], op: string): number[] 
 }
 
 /**
- * Validates `spec` for `dtype` inside a claim of `claimBytes` bytes: shape, strides, offset, exact
- * arithmetic, alignment to the element size, and that every reachable byte lies inside the claim.
+ * Validates `spec` for `dtype` inside a claim of `claimBytes` bytes that starts `claimStart` bytes into
+ * its root: shape, strides, offset, exact arithmetic, alignment of element [0, ...] to the element size
+ * within the root (so a typed array can view it), and that every reachable byte lies inside the claim.
  */
-export function checkLayout(spec: LayoutSpec, dtype: DType, claimBytes: number, counters: Counters, op: string): CheckedLayout {
+export function checkLayout(
+  spec: LayoutSpec,
+  dtype: DType,
+  claimBytes: number,
+  counters: Counters,
+  op: string,
+  claimStart = 0,
+): CheckedLayout {
   counters.bump('validations');
   if (spec === null || typeof spec !== 'object') invalid(op, 'bad-layout', 'layout must be an object');
   const { shape } = spec;
@@ -92,7 +100,9 @@ export function checkLayout(spec: LayoutSpec, dtype: DType, claimBytes: number, 
 
   const byteOffset = spec.byteOffset ?? 0;
   if (!Number.isSafeInteger(byteOffset) || byteOffset < 0) invalid(op, 'bad-offset', 'byteOffset must be a non-negative safe integer');
-  if (byteOffset % item !== 0) invalid(op, 'misaligned', `byteOffset ${byteOffset} is not a multiple of ${item}`);
+  if ((claimStart + byteOffset) % item !== 0) {
+    invalid(op, 'misaligned', `element 0 at root byte ${claimStart + byteOffset} is not a multiple of ${item}`);
+  }
 
   const frozenShape = Object.freeze([...shape]);
   const frozenStrides = Object.freeze([...strides]);
@@ -117,12 +127,11 @@ export function checkLayout(spec: LayoutSpec, dtype: DType, claimBytes: number, 
     if (reach < 0) low = checkedAdd(low, reach, op, 'lower extent');
     else high = checkedAdd(high, reach, op, 'upper extent');
   }
-  const first = byteOffset / item;
-  const lowElem = checkedAdd(first, low, op, 'lower bound');
-  const highElem = checkedAdd(first, high, op, 'upper bound');
-  const start = checkedMul(lowElem, item, op, 'envelope start');
-  const end = checkedMul(checkedAdd(highElem, 1, op, 'envelope end'), item, op, 'envelope end');
-  if (lowElem < 0 || end > claimBytes) {
+  // Bounds in bytes relative to the claim: the claim itself may start at any root byte, so element
+  // positions are byteOffset + k * item, not multiples of item.
+  const start = checkedAdd(byteOffset, checkedMul(low, item, op, 'lower extent'), op, 'envelope start');
+  const end = checkedAdd(byteOffset, checkedMul(checkedAdd(high, 1, op, 'upper extent'), item, op, 'upper extent'), op, 'envelope end');
+  if (start < 0 || end > claimBytes) {
     invalid(op, 'out-of-span', `layout reaches bytes [${start}, ${end}) outside a claim of ${claimBytes}`, { start, end });
   }
   const envelope = Object.freeze({ start, end });
@@ -143,7 +152,7 @@ export function checkLayout(spec: LayoutSpec, dtype: DType, claimBytes: number, 
     backstrides.push(strides[d]! * (shape[d]! - 1));
   }
   const plan: StridedPlan = Object.freeze({
-    firstIndex: first - lowElem,
+    firstIndex: -low,
     extents: Object.freeze(extents),
     strides: Object.freeze(planStrides),
     backstrides: Object.freeze(backstrides),

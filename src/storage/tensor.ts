@@ -501,6 +501,7 @@ export class Tensor<D extends DType = DType> {
         childClaim.end - childClaim.start,
         provider.meter,
         op,
+        childClaim.start,
       );
       return { claim: childClaim, layout: childLayout, injective: true };
     });
@@ -517,7 +518,7 @@ export class Tensor<D extends DType = DType> {
     this.#node.checkConsume(op);
     const { claim, layout } = this.#target;
     const nextDType = dtype === undefined ? layout.dtype : checkDType(dtype, op);
-    const checked = checkLayout(spec, nextDType, claim.end - claim.start, claim.root.provider.meter, op);
+    const checked = checkLayout(spec, nextDType, claim.end - claim.start, claim.root.provider.meter, op, claim.start);
     this.#node.markMoved();
     return newTensor<E>({ claim, layout: checked, injective: undefined });
   }
