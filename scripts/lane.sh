@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one test lane or benchmark with the project's environment:
-#   node | browser          vitest project of that name (JSON report in .vitest-reports/<lane>.json)
+#   node | browser          vitest project of that name (JSON report in $TENON_REPORT_DIR/<lane>.json)
 #   bench-storage           the storage benchmark (bench/storage.bench.ts)
 # Extra arguments go to vitest (e.g. a file filter).
 set -uo pipefail
@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 lane=${1:?lane name}
 shift
-mkdir -p .vitest-reports
+# JSON reports go to TENON_REPORT_DIR (default .vitest-reports); the mutant runner points it elsewhere so
+# its runs never overwrite the lane reports that scripts/summary.mjs totals.
+reports=${TENON_REPORT_DIR:-.vitest-reports}
+mkdir -p "$reports"
 case "$lane" in
   node|browser)
-    rm -f ".vitest-reports/$lane.json"
+    rm -f "$reports/$lane.json"
     exec npx vitest run --project "$lane" --reporter=default --reporter=json \
-      --outputFile.json=".vitest-reports/$lane.json" "$@"
+      --outputFile.json="$reports/$lane.json" "$@"
     ;;
   bench-storage)
     exec npx vitest run --config bench/vitest.bench.config.ts bench/storage.bench.ts "$@"

@@ -3,9 +3,12 @@
 // For each mutant: apply one exact text replacement to one source file, run the named test files in the
 // node lane, expect a failure, restore the file byte for byte. A mutant whose `find` text is missing is an
 // error (the list went stale), not a pass. Restores on every exit path, including Ctrl-C.
-// Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json]
+// Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
+// --report writes a vitest-style count (numPassedTests = killed, numFailedTests = survived or stale) that
+// scripts/summary.mjs adds to the `npm test` total.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +18,12 @@ const args = process.argv.slice(2);
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1] : args[args.indexOf(onlyArg) + 1]).split(',') : undefined;
 const json = args.includes('--json');
+const reportAt = args.indexOf('--report');
+const reportFile = reportAt >= 0 ? args[reportAt + 1] : undefined;
+
+// Mutant runs write their vitest reports here, never over the lane reports of `npm test`.
+const scratch = mkdtempSync(join(tmpdir(), 'tenon-mutants-'));
+const laneEnv = { ...process.env, FORCE_COLOR: '0', TENON_REPORT_DIR: scratch };
 
 let restore;
 const restoreNow = () => {
@@ -27,7 +36,10 @@ process.on('SIGINT', () => {
   restoreNow();
   process.exit(130);
 });
-process.on('exit', restoreNow);
+process.on('exit', () => {
+  restoreNow();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 const selected = list.mutants.filter((m) => !only || only.includes(m.id));
 
@@ -36,11 +48,12 @@ const suites = [...new Set(selected.flatMap((m) => m.tests))];
 const control = spawnSync('bash', ['scripts/lane.sh', 'node', ...suites], {
   cwd: root,
   encoding: 'utf8',
-  env: { ...process.env, FORCE_COLOR: '0' },
+  env: laneEnv,
   maxBuffer: 64 * 1024 * 1024,
 });
 if (control.status !== 0) {
   console.log(control.stdout.slice(-4000));
+  if (reportFile) writeFileSync(reportFile, JSON.stringify({ numPassedTests: 0, numFailedTests: 1, control: 'failed' }));
   console.log(`mutants: control run failed — the suites must pass unmutated (${suites.join(' ')})`);
   process.exit(1);
 }
@@ -61,7 +74,7 @@ for (const m of selected) {
   const run = spawnSync('bash', ['scripts/lane.sh', 'node', ...m.tests], {
     cwd: root,
     encoding: 'utf8',
-    env: { ...process.env, FORCE_COLOR: '0' },
+    env: laneEnv,
     maxBuffer: 64 * 1024 * 1024,
   });
   restoreNow();
@@ -77,5 +90,8 @@ if (json) console.log(JSON.stringify({ killed, total: results.length, results },
 else {
   for (const r of bad.filter((r) => r.verdict === 'stale')) console.log(`STALE    ${r.id}: ${r.detail}`);
   console.log(`mutants: ${killed}/${results.length} killed${bad.length ? ` — ${bad.length} not killed` : ''}`);
+}
+if (reportFile) {
+  writeFileSync(reportFile, JSON.stringify({ numPassedTests: killed, numFailedTests: bad.length, numPendingTests: 0, numTodoTests: 0, results }, null, 2));
 }
 process.exit(bad.length === 0 ? 0 : 1);
