@@ -1,19 +1,25 @@
-// `npm run mutants`: each designated bad implementation in contracts/mutants.json must make the named
+// `npm run mutants`: each designated bad implementation in contracts/mutants/*.json must make the named
 // guarantee suites fail (DESIGN.md: a guarantee is not done until its mutation is killed).
-// For each mutant: apply one exact text replacement to one source file, run the named test files in the
-// node lane, expect a failure, restore the file byte for byte. A mutant whose `find` text is missing is an
+// For each mutant: apply one exact text replacement to one source file, run the named test files in its
+// lane (`"lane": "node"` by default, or `"browser"`), expect a failure, restore the file byte for byte. A mutant whose `find` text is missing is an
 // error (the list went stale), not a pass. Restores on every exit path, including Ctrl-C.
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
 // --report writes a vitest-style count (numPassedTests = killed, numFailedTests = survived or stale) that
 // scripts/summary.mjs adds to the `npm test` total.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const list = JSON.parse(readFileSync(join(root, 'contracts/mutants.json'), 'utf8'));
+const mutantDir = join(root, 'contracts/mutants');
+const list = {
+  mutants: readdirSync(mutantDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .flatMap((f) => JSON.parse(readFileSync(join(mutantDir, f), 'utf8')).mutants),
+};
 const args = process.argv.slice(2);
 const onlyArg = args.find((a) => a.startsWith('--only'));
 const only = onlyArg ? (onlyArg.includes('=') ? onlyArg.split('=')[1] : args[args.indexOf(onlyArg) + 1]).split(',') : undefined;
@@ -44,14 +50,15 @@ process.on('exit', () => {
 const selected = list.mutants.filter((m) => !only || only.includes(m.id));
 
 // Control: the suites must pass on the unmutated tree, or a "kill" would mean nothing.
+const laneOf = (m) => m.lane ?? 'node';
+const runLane = (lane, tests) =>
+  spawnSync('bash', ['scripts/lane.sh', lane, ...tests], { cwd: root, encoding: 'utf8', env: laneEnv, maxBuffer: 64 * 1024 * 1024 });
 const suites = [...new Set(selected.flatMap((m) => m.tests))];
-const control = spawnSync('bash', ['scripts/lane.sh', 'node', ...suites], {
-  cwd: root,
-  encoding: 'utf8',
-  env: laneEnv,
-  maxBuffer: 64 * 1024 * 1024,
-});
-if (control.status !== 0) {
+const failedControl = [...new Set(selected.map(laneOf))]
+  .map((lane) => runLane(lane, [...new Set(selected.filter((m) => laneOf(m) === lane).flatMap((m) => m.tests))]))
+  .find((run) => run.status !== 0);
+if (failedControl !== undefined) {
+  const control = failedControl;
   console.log(control.stdout.slice(-4000));
   if (reportFile) writeFileSync(reportFile, JSON.stringify({ numPassedTests: 0, numFailedTests: 1, control: 'failed' }));
   console.log(`mutants: control run failed — the suites must pass unmutated (${suites.join(' ')})`);
@@ -71,12 +78,7 @@ for (const m of selected) {
   restore = () => writeFileSync(file, original);
   writeFileSync(file, original.slice(0, at) + m.replace + original.slice(at + m.find.length));
   const t0 = Date.now();
-  const run = spawnSync('bash', ['scripts/lane.sh', 'node', ...m.tests], {
-    cwd: root,
-    encoding: 'utf8',
-    env: laneEnv,
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const run = runLane(laneOf(m), m.tests);
   restoreNow();
   const seconds = ((Date.now() - t0) / 1000).toFixed(1);
   const killed = run.status !== 0;
