@@ -13,8 +13,9 @@
 //      highest) inside the other's contiguous range or on the other's surely-reached element;
 //      a pair that only shares a write unit is `shared-write-unit`; anything else is
 //      `NotProvablyDisjoint` (conservative: interleaved strides are never enumerated).
-// The verdict depends only on the set of requests, not their order: the most definite reason found over
-// all pairs wins. Pure apart from counter ticks.
+// Read requests (dispatch bindings that only read) may alias each other; every pair with a write must be
+// disjoint. The verdict depends only on the set of requests, not their order: the most definite reason
+// found over all pairs wins. Pure apart from counter ticks.
 import { TenonError } from '../errors.js';
 import { alignDown, alignUp } from './arith.js';
 import { dtypeSize } from './dtype.js';
@@ -26,6 +27,8 @@ export interface SplitRequest {
   readonly index: number;
   readonly slot: number;
   readonly record: Target;
+  /** Whether this request writes. Reads may alias each other; a write must be disjoint from every other request. */
+  readonly write: boolean;
 }
 
 interface Span {
@@ -81,7 +84,7 @@ function spanOf(request: SplitRequest): Span {
 export function proveDisjoint(requests: readonly SplitRequest[], op: string): void {
   if (requests.length === 0) return;
   requests[0]!.record.claim.root.provider.meter.bump('disjointnessProofs');
-  for (const request of requests) ensureInjective(request.record, op);
+  for (const request of requests) if (request.write) ensureInjective(request.record, op);
 
   const spans = requests.filter((r) => r.record.layout.size > 0).map(spanOf);
   spans.sort((a, b) => a.rootId - b.rootId || a.unitStart - b.unitStart || a.unitEnd - b.unitEnd || a.request.slot - b.request.slot);
@@ -92,6 +95,7 @@ export function proveDisjoint(requests: readonly SplitRequest[], op: string): vo
     for (let j = i + 1; j < spans.length; j++) {
       const b = spans[j]!;
       if (b.rootId !== a.rootId || b.unitStart >= a.unitEnd) break;
+      if (!a.request.write && !b.request.write) continue;
       const verdict = classify(a, b);
       if (worst === undefined || RANK[verdict] > RANK[worst.verdict]) worst = { verdict, a, b };
     }

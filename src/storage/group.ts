@@ -22,6 +22,10 @@ import type { LayoutSpec } from './layout.js';
 import { INTERNAL, TensorView, TensorViewMut, consumeTensor, newTensor } from './tensor.js';
 import type { Target, Tensor } from './tensor.js';
 import type { Claim } from './root.js';
+import type { AnyTypedArray } from './dtype.js';
+import type { CheckedLayout } from './layout.js';
+import type { ProviderCore } from './provider.js';
+import { typedView, dtypeSize } from './dtype.js';
 
 declare const allocationSlotBrand: unique symbol;
 declare const descriptorSlotBrand: unique symbol;
@@ -34,11 +38,46 @@ interface DescriptorRecord extends Target {
   readonly allocation: AllocationSlot;
 }
 
+/** How a dispatch uses a descriptor: reads may alias each other; a write must be disjoint from all else. */
+export type BindingAccess = 'read' | 'write';
+
+export interface DispatchBindingRequest {
+  readonly slot: DescriptorSlot;
+  readonly access: BindingAccess;
+}
+
+interface BindingStateBase {
+  readonly slot: DescriptorSlot;
+  readonly access: BindingAccess;
+  readonly layout: CheckedLayout;
+  /** Diagnostic id of the root the binding reaches. */
+  readonly rootId: number;
+}
+
+/**
+ * Device binding state for one dispatch binding: a lifetime-only handle (G5). It grants no ownership and
+ * is valid only while the group that produced it is owned by whoever dispatches (a retirement record).
+ */
+export interface DeviceBindingState extends BindingStateBase {
+  readonly binding: GPUBufferBinding;
+  /** Index of element [0, ...] counted in elements from the binding's first byte. */
+  readonly elementOffset: number;
+}
+
+/** Host binding state: a typed array over the layout's envelope in the root itself (zero-copy). */
+export interface HostBindingState extends BindingStateBase {
+  readonly array: AnyTypedArray;
+  /** Index of element [0, ...] inside `array`. */
+  readonly elementOffset: number;
+}
+
 export interface InsertResult {
   readonly allocation: AllocationSlot;
   /** Descriptor carrying the inserted tensor's own layout. */
   readonly descriptor: DescriptorSlot;
 }
+
+let moveTablesImpl: (from: AllocationGroup, to: AllocationGroup) => void;
 
 export class AllocationGroup {
   /** Owned claims, one root retainer each; `undefined` marks a hole left by extraction. */
@@ -47,6 +86,17 @@ export class AllocationGroup {
   readonly #aliases: number[] = [];
   readonly #descriptors: (DescriptorRecord | undefined)[] = [];
   readonly #node = new BorrowNode(null, true);
+
+  static {
+    moveTablesImpl = (from, to) => {
+      to.#allocations.push(...from.#allocations);
+      to.#aliases.push(...from.#aliases);
+      to.#descriptors.push(...from.#descriptors);
+      from.#allocations.length = 0;
+      from.#aliases.length = 0;
+      from.#descriptors.length = 0;
+    };
+  }
 
   /** Number of allocation entries ever created (holes included). */
   get allocationSlots(): number {
@@ -137,7 +187,7 @@ export class AllocationGroup {
     this.#node.checkWrite(op);
     if (!Array.isArray(slots)) throw new TenonError('EINVAL', 'slots must be an array', { op, reason: 'bad-slots' });
     // Array.from visits holes of a sparse list (as undefined), so every position is resolved or rejected.
-    const requests: SplitRequest[] = Array.from(slots, (slot, index) => ({ index, slot, record: this.#record(slot, op) }));
+    const requests: SplitRequest[] = Array.from(slots, (slot, index) => ({ index, slot, record: this.#record(slot, op), write: true }));
     proveDisjoint(requests, op);
     const tokens = this.#node.lendDisjoint(requests.length, op);
     return requests.map((request, i) => new TensorViewMut(INTERNAL, request.record, tokens[i]!, true));
@@ -177,6 +227,94 @@ export class AllocationGroup {
     return newTensor<D>({ claim: record.claim, layout: record.layout, injective: record.injective });
   }
 
+  /**
+   * Consuming move: returns a new group object owning the same allocations and descriptors under the same
+   * slots; this object is moved (EMOVED afterwards). Used to hand a group to a retirement record and back.
+   */
+  take(): AllocationGroup {
+    const op = 'group.take';
+    this.#node.checkConsume(op);
+    this.#node.markMoved();
+    const next = new AllocationGroup();
+    moveTables(this, next);
+    return next;
+  }
+
+  /**
+   * Binding state for one dispatch over this group, derived under the exclusive group borrow the caller
+   * holds (G5): every write is proven injective and disjoint from every other binding of the dispatch
+   * (reads may alias), all bindings share one provider that can bind them, and on a device no GPUBuffer
+   * is both read and written by the same dispatch (WebGPU usage scopes are per buffer). Layouts are not
+   * validated again. The returned handles are lifetime-only: they stay valid while this group's
+   * allocations stay owned (the submission moves the group into its retirement record at once).
+   */
+  prepareDispatch(requests: readonly DispatchBindingRequest[], target: 'device'): DeviceBindingState[];
+  prepareDispatch(requests: readonly DispatchBindingRequest[], target: 'host'): HostBindingState[];
+  prepareDispatch(requests: readonly DispatchBindingRequest[], target: 'device' | 'host'): DeviceBindingState[] | HostBindingState[] {
+    const op = 'group.prepareDispatch';
+    this.#node.checkWrite(op);
+    if (!Array.isArray(requests)) throw new TenonError('EINVAL', 'requests must be an array', { op, reason: 'bad-slots' });
+    const resolved = Array.from(requests, (request, index) => {
+      if (request === null || typeof request !== 'object' || (request.access !== 'read' && request.access !== 'write')) {
+        throw new TenonError('EINVAL', 'each request needs a slot and an access', { op, reason: 'bad-request', ids: { index } });
+      }
+      return { index, slot: request.slot as number, record: this.#record(request.slot, op), write: request.access === 'write' };
+    });
+    if (resolved.length === 0) return [];
+    const provider: ProviderCore = resolved[0]!.record.claim.root.provider;
+    for (const r of resolved) {
+      if (r.record.claim.root.provider !== provider) {
+        throw new TenonError('EINVAL', 'a dispatch binds memory of one provider only', { op, reason: 'provider-mismatch', ids: { slot: r.slot } });
+      }
+    }
+    const caps = provider.capabilities;
+    if (target === 'device' ? !caps.deviceBinding : caps.hostAccess !== 'zero-copy') {
+      throw new TenonError('ENOTSUP', `provider ${provider.id} cannot bind for ${target} dispatch`, { op, reason: `no-${target}-dispatch` });
+    }
+    proveDisjoint(resolved, op);
+    if (target === 'device') {
+      for (const w of resolved) {
+        if (!w.write) continue;
+        const clash = resolved.find((r) => !r.write && r.record.claim.root === w.record.claim.root);
+        if (clash !== undefined) {
+          throw new TenonError('EINVAL', 'a dispatch cannot read and write one GPUBuffer', {
+            op,
+            reason: 'shared-root-read-write',
+            ids: { read: clash.slot, write: w.slot, root: w.record.claim.root.id },
+          });
+        }
+      }
+    }
+    provider.resolve();
+    if (target === 'device') {
+      return resolved.map((r) => {
+        const { claim, layout } = r.record;
+        return Object.freeze({
+          slot: r.slot as DescriptorSlot,
+          access: r.write ? 'write' : 'read',
+          layout,
+          rootId: claim.root.id,
+          binding: provider.deviceBinding(claim, op),
+          elementOffset: layout.byteOffset / dtypeSize(layout.dtype),
+        }) satisfies DeviceBindingState;
+      });
+    }
+    return resolved.map((r) => {
+      const { claim, layout } = r.record;
+      const item = dtypeSize(layout.dtype);
+      const buffer = (provider as unknown as { bufferOf(root: unknown): ArrayBufferLike }).bufferOf(claim.root);
+      const start = claim.start + layout.envelope.start;
+      return Object.freeze({
+        slot: r.slot as DescriptorSlot,
+        access: r.write ? 'write' : 'read',
+        layout,
+        rootId: claim.root.id,
+        array: typedView(layout.dtype, buffer, start, (layout.envelope.end - layout.envelope.start) / item),
+        elementOffset: (layout.byteOffset - layout.envelope.start) / item,
+      }) satisfies HostBindingState;
+    });
+  }
+
   /** Ends the group and every allocation it still owns. */
   dispose(): void {
     const op = 'group.dispose';
@@ -212,6 +350,10 @@ export class AllocationGroup {
     if (record === undefined) throw new TenonError('EINVAL', `descriptor slot ${slot} is empty`, { op, reason: 'empty-slot', ids: { slot } });
     return record;
   }
+}
+
+function moveTables(from: AllocationGroup, to: AllocationGroup): void {
+  moveTablesImpl(from, to);
 }
 
 export function createAllocationGroup(): AllocationGroup {

@@ -26,5 +26,13 @@ export {
 } from './prepared.js';
 export type { PreparedHostRead, PreparedHostWrite } from './prepared.js';
 export { AllocationGroup, createAllocationGroup } from './group.js';
-export type { AllocationSlot, DescriptorSlot, InsertResult } from './group.js';
+export type {
+  AllocationSlot,
+  BindingAccess,
+  DescriptorSlot,
+  DeviceBindingState,
+  DispatchBindingRequest,
+  HostBindingState,
+  InsertResult,
+} from './group.js';
 export { CONSUMING_METHODS, MUTATION_METHODS, READ_GETTERS, READ_METHODS } from './methods.js';
