@@ -1,3 +1,4 @@
 // tenon's public API: the one import for apps, the demo, the CLI and other layers' users.
 export * from './errors.js';
 export * from './storage/index.js';
+export * from './submit/index.js';

@@ -315,6 +315,20 @@ export class AllocationGroup {
     });
   }
 
+  /**
+   * Terminal step for memory whose device use cannot be proven finished (G3 completion unproven):
+   * consumes the group and marks every root it reaches retained forever, so none is ever destroyed or
+   * reused. Returns the number of distinct roots marked. There is no way back.
+   */
+  retainForever(): number {
+    const op = 'group.retainForever';
+    this.#node.checkConsume(op);
+    this.#node.markMoved();
+    const roots = new Set(this.#allocations.filter((c): c is Claim => c !== undefined).map((c) => c.root));
+    for (const root of roots) root.retainForever();
+    return roots.size;
+  }
+
   /** Ends the group and every allocation it still owns. */
   dispose(): void {
     const op = 'group.dispose';

@@ -62,6 +62,8 @@ export class WebGPUProvider extends ProviderCore {
   readonly lost: Promise<DeviceLoss>;
   readonly faults: WebGPUFaults;
   #loss: DeviceLoss | undefined;
+  /** Set synchronously when our own code destroys the device, before `lost` can report it. */
+  #destroyRequested = false;
 
   constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo) {
     super('webgpu');
@@ -83,7 +85,7 @@ export class WebGPUProvider extends ProviderCore {
       this.#loss = { reason: info.reason, message: info.message };
       return this.#loss;
     });
-    this.faults = Object.freeze({ loseDevice: () => device.destroy() });
+    this.faults = Object.freeze({ loseDevice: () => this.destroy() });
   }
 
   /** The loss that ended the device, once known. */
@@ -91,9 +93,18 @@ export class WebGPUProvider extends ProviderCore {
     return this.#loss;
   }
 
+  /**
+   * True when the device is lost or known to be going: `lost` resolved, or our own code destroyed it.
+   * Retirement reads this after `onSubmittedWorkDone` resolves to decide whether completion is proven.
+   */
+  get lossObserved(): boolean {
+    return this.#loss !== undefined || this.#destroyRequested;
+  }
+
   protected override assertUsable(op: string): void {
-    if (this.#loss !== undefined) {
-      throw new TenonError('ENODEV', `device lost (${this.#loss.reason})`, { op, reason: 'device-lost', ids: { provider: this.id } });
+    if (this.lossObserved) {
+      const why = this.#loss?.reason ?? 'destroyed';
+      throw new TenonError('ENODEV', `device lost (${why})`, { op, reason: 'device-lost', ids: { provider: this.id } });
     }
   }
 
@@ -166,7 +177,7 @@ export class WebGPUProvider extends ProviderCore {
       buffer: mapped.buffer,
       byteOffset: mapped.byteOffset,
       release: (commit) => {
-        if (commit && this.#loss === undefined) {
+        if (commit && !this.lossObserved) {
           this.device.queue.writeBuffer(target, start, mapped.buffer as ArrayBuffer, 0, size);
           this.ledger.record({ kind: 'copy', reason: 'transfer', bytes: size, from: 'host', to: root.id });
         }
@@ -203,8 +214,24 @@ export class WebGPUProvider extends ProviderCore {
     return { buffer: this.bufferOf(claim.root), offset: claim.start, size };
   }
 
+  /**
+   * A device buffer owned by the runtime for its own bookkeeping (graph uniforms, fences), counted as a
+   * physical resource of this provider. The caller owns it and must end it with destroyRuntimeBuffer().
+   */
+  createRuntimeBuffer(size: number, usage: GPUBufferUsageFlags, label: string): GPUBuffer {
+    this.assertUsable('provider.createRuntimeBuffer');
+    const buffer = this.device.createBuffer({ size: alignUp(Math.max(size, COPY_ALIGNMENT), COPY_ALIGNMENT), usage, label });
+    this.meter.resourceCreated();
+    return buffer;
+  }
+
+  destroyRuntimeBuffer(buffer: GPUBuffer): void {
+    this.destroyTracked(buffer);
+  }
+
   /** Ends the provider: destroys the device. Live roots become unusable (ENODEV on access). */
   destroy(): void {
+    this.#destroyRequested = true;
     this.device.destroy();
   }
 

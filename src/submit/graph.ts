@@ -1,0 +1,305 @@
+// CompiledGraph: a recorded list of dispatches over named tensors, compiled once and replayed (G3 graphs).
+//
+// Compile time (once): names and bindings are checked, static params are checked by each kernel, and on
+// WebGPU one pipeline per (kernel, constants) is created through the runtime's pipeline cache plus one
+// uniform buffer holding every dispatch's params at a fixed stride. Replay (per submission): the named
+// slots are resolved in the submitted group, dispatch bindings are prepared (writes proven disjoint),
+// per-step params are packed into one host buffer that is uploaded with a single writeBuffer at
+// admission, cached bind groups are reused when the same memory is bound again, and all dispatches are
+// recorded into one compute pass of one encoder. Nothing per replay depends on element counts.
+// Ownership: the graph owns its uniform buffer (destroyed by dispose() once no submission of it is in
+// flight; retained forever if one of them ends completion-unproven) and its bind-group cache.
+// Thread: the runtime's.
+import { TenonError } from '../errors.js';
+import { WebGPUProvider } from '../storage/index.js';
+import type { AllocationGroup, DType, DescriptorSlot, DeviceBindingState, DispatchBindingRequest, HostBindingState, Provider } from '../storage/index.js';
+import type { BoundShape, HostArray, Kernel } from './kernel.js';
+import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
+
+/** Uniform params of every dispatch sit at multiples of this stride (>= minUniformBufferOffsetAlignment). */
+const UNIFORM_STRIDE = 256;
+/** Bind groups kept per dispatch; older entries (memory no longer bound) are dropped. */
+const BIND_GROUP_CACHE = 4;
+
+export interface GraphInput {
+  readonly slot: DescriptorSlot;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+export interface DispatchSpec<P = unknown> {
+  readonly kernel: Kernel<P>;
+  /** Tensor name for each kernel binding, in the kernel's binding order. */
+  readonly bind: readonly string[];
+  /** Params, or a function of the submission's step values (evaluated per replay). */
+  readonly params: P | ((step: StepValues) => P);
+}
+
+export interface GraphSpec {
+  readonly name: string;
+  /** Tensors of the submitted group, by name. */
+  readonly inputs: Readonly<Record<string, GraphInput>>;
+  /** Tensors allocated per submission, by name. */
+  readonly fresh?: readonly FreshOutputSpec[];
+  readonly dispatches: readonly DispatchSpec[];
+  /** Names of the tensors the bundle exposes as outputs, in order. */
+  readonly outputs: readonly string[];
+}
+
+export interface GraphStats {
+  readonly pipelinesCreated: number;
+  readonly bindGroupsCreated: number;
+  readonly replays: number;
+  readonly dispatchesPerReplay: number;
+}
+
+/** Pipeline cache shared by every graph of one runtime: key = kernel + constants. */
+export class PipelineCache {
+  readonly #byKernel = new Map<Kernel<never>, Map<string, GPUComputePipeline>>();
+  created = 0;
+
+  get(device: GPUDevice, kernel: Kernel<never>, constants: Readonly<Record<string, number>>): GPUComputePipeline {
+    const key = JSON.stringify(Object.entries(constants).sort(([a], [b]) => (a < b ? -1 : 1)));
+    let perKernel = this.#byKernel.get(kernel);
+    if (perKernel === undefined) this.#byKernel.set(kernel, (perKernel = new Map()));
+    let pipeline = perKernel.get(key);
+    if (pipeline === undefined) {
+      const module = device.createShaderModule({ code: kernel.shader, label: kernel.name });
+      pipeline = device.createComputePipeline({
+        layout: 'auto',
+        label: kernel.name,
+        compute: { module, entryPoint: 'main', constants: { ...constants } },
+      });
+      perKernel.set(key, pipeline);
+      this.created++;
+    }
+    return pipeline;
+  }
+}
+
+type TensorRef = { readonly from: 'inputs'; readonly slot: DescriptorSlot; readonly decl: GraphInput } | { readonly from: 'fresh'; readonly index: number; readonly decl: FreshOutputSpec };
+
+interface CompiledDispatch {
+  readonly spec: DispatchSpec<never>;
+  readonly refs: readonly TensorRef[];
+  readonly dynamic: boolean;
+  readonly pipeline: GPUComputePipeline | undefined;
+  readonly bindGroups: Map<string, GPUBindGroup>;
+}
+
+const isDynamic = <P>(params: DispatchSpec<P>['params']): params is (step: StepValues) => P => typeof params === 'function';
+
+function shapeOf(ref: TensorRef): BoundShape {
+  return { dtype: ref.decl.dtype, shape: ref.decl.shape, contiguous: true };
+}
+
+export class CompiledGraph implements Program {
+  readonly name: string;
+  readonly provider: Provider;
+  readonly owner: object;
+  readonly fresh: readonly FreshOutputSpec[];
+  readonly #dispatches: readonly CompiledDispatch[];
+  readonly #outputs: readonly TensorRef[];
+  readonly #gpu: WebGPUProvider | undefined;
+  /** Owned: params of every dispatch; destroyed by dispose() when nothing of this graph is in flight. */
+  #uniform: GPUBuffer | undefined;
+  readonly #staging: ArrayBuffer;
+  #bindGroupsCreated = 0;
+  readonly #pipelinesCreated: number;
+  #replays = 0;
+  #inFlight = 0;
+  #disposed = false;
+  #retainedForever = false;
+
+  constructor(owner: object, provider: Provider, spec: GraphSpec, pipelines: PipelineCache) {
+    const op = 'runtime.compile';
+    if (spec === null || typeof spec !== 'object' || typeof spec.name !== 'string') {
+      throw new TenonError('EINVAL', 'graph spec needs a name', { op, reason: 'bad-graph' });
+    }
+    this.name = spec.name;
+    this.owner = owner;
+    this.provider = provider;
+    this.fresh = Object.freeze([...(spec.fresh ?? [])]);
+    const names = new Map<string, TensorRef>();
+    for (const [name, decl] of Object.entries(spec.inputs ?? {})) names.set(name, { from: 'inputs', slot: decl.slot, decl });
+    this.fresh.forEach((decl, index) => {
+      if (names.has(decl.name)) throw new TenonError('EINVAL', `tensor name ${decl.name} used twice`, { op, reason: 'duplicate-name', ids: { name: decl.name } });
+      names.set(decl.name, { from: 'fresh', index, decl });
+    });
+    const resolve = (name: string): TensorRef => {
+      const ref = names.get(name);
+      if (ref === undefined) throw new TenonError('EINVAL', `unknown tensor ${name}`, { op, reason: 'unknown-name', ids: { name } });
+      return ref;
+    };
+    const gpu = provider instanceof WebGPUProvider ? provider : undefined;
+    this.#gpu = gpu;
+    const before = pipelines.created;
+    if (!Array.isArray(spec.dispatches)) throw new TenonError('EINVAL', 'dispatches must be an array', { op, reason: 'bad-graph' });
+    this.#dispatches = spec.dispatches.map((d, i) => {
+      if (d === null || typeof d !== 'object' || d.kernel === undefined || !Array.isArray(d.bind)) {
+        throw new TenonError('EINVAL', `dispatch ${i} is malformed`, { op, reason: 'bad-dispatch', ids: { dispatch: i } });
+      }
+      if (d.bind.length !== d.kernel.bindings.length) {
+        throw new TenonError('EINVAL', `${d.kernel.name} takes ${d.kernel.bindings.length} bindings`, { op, reason: 'binding-count', ids: { dispatch: i } });
+      }
+      const refs = d.bind.map(resolve);
+      const dynamic = isDynamic(d.params);
+      const kernel = d.kernel as Kernel<never>;
+      if (!dynamic) {
+        kernel.check(d.params as never, refs.map(shapeOf));
+        const size = kernel.uniform(d.params as never, refs.map(() => 0)).byteLength;
+        if (size > UNIFORM_STRIDE) throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
+      }
+      const pipeline = gpu === undefined ? undefined : pipelines.get(gpu.device, kernel, dynamic ? {} : (kernel.constants?.(d.params as never) ?? {}));
+      return { spec: d as DispatchSpec<never>, refs, dynamic, pipeline, bindGroups: new Map() };
+    });
+    this.#pipelinesCreated = pipelines.created - before;
+    if (!Array.isArray(spec.outputs)) throw new TenonError('EINVAL', 'outputs must be an array', { op, reason: 'bad-graph' });
+    this.#outputs = spec.outputs.map(resolve);
+    this.#staging = new ArrayBuffer(Math.max(1, this.#dispatches.length) * UNIFORM_STRIDE);
+    this.#uniform = gpu?.createRuntimeBuffer(this.#staging.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, `${this.name}.params`);
+  }
+
+  stats(): GraphStats {
+    return {
+      pipelinesCreated: this.#pipelinesCreated,
+      bindGroupsCreated: this.#bindGroupsCreated,
+      replays: this.#replays,
+      dispatchesPerReplay: this.#dispatches.length,
+    };
+  }
+
+  bind(inputs: AllocationGroup, fresh: AllocationGroup, freshSlots: readonly DescriptorSlot[], step: StepValues): BoundWork {
+    const op = 'graph.bind';
+    if (this.#disposed) throw new TenonError('EMOVED', 'graph was disposed', { op });
+    const gpu = this.#gpu;
+    const staging = new Uint8Array(this.#staging);
+    const target = gpu === undefined ? 'host' : 'device';
+    type State = DeviceBindingState | HostBindingState;
+    const plans = this.#dispatches.map((d, i) => {
+      const kernel = d.spec.kernel;
+      const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
+      const states = this.#prepare(d, inputs, fresh, freshSlots, target, op);
+      for (let j = 0; j < states.length; j++) checkDecl(states[j]!, d.refs[j]!, op);
+      if (d.dynamic) kernel.check(params, d.refs.map(shapeOf));
+      return { d, i, kernel, params, states };
+    });
+
+    const outputs: OutputRef[] = this.#outputs.map((ref) =>
+      ref.from === 'inputs' ? { from: 'inputs', slot: ref.slot } : { from: 'fresh', slot: freshSlots[ref.index]! },
+    );
+    this.#replays++;
+    if (gpu === undefined) {
+      return {
+        dispatches: plans.length,
+        outputs,
+        run: () => {
+          for (const { kernel, params, states } of plans) {
+            kernel.host(params, (states as HostBindingState[]).map((s): HostArray => ({ array: s.array, offset: s.elementOffset })));
+          }
+        },
+      };
+    }
+
+    const device = gpu.device;
+    const encoded = plans.map(({ d, i, kernel, params, states }) => {
+      const deviceStates = states as DeviceBindingState[];
+      const bytes = kernel.uniform(params, deviceStates.map((s) => s.elementOffset));
+      if (bytes.byteLength > UNIFORM_STRIDE) throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
+      staging.set(new Uint8Array(bytes), i * UNIFORM_STRIDE);
+      const pipeline = d.pipeline!;
+      const key = deviceStates.map((s) => `${s.rootId}:${s.binding.offset}:${s.binding.size}`).join('|');
+      let group = d.bindGroups.get(key);
+      if (group === undefined) {
+        group = device.createBindGroup({
+          layout: pipeline.getBindGroupLayout(0),
+          label: `${this.name}[${i}] ${kernel.name}`,
+          entries: [
+            ...deviceStates.map((s, j) => ({ binding: j, resource: s.binding })),
+            { binding: deviceStates.length, resource: { buffer: this.#uniform!, offset: i * UNIFORM_STRIDE, size: bytes.byteLength } },
+          ],
+        });
+        this.#bindGroupsCreated++;
+        d.bindGroups.set(key, group);
+        if (d.bindGroups.size > BIND_GROUP_CACHE) d.bindGroups.delete(d.bindGroups.keys().next().value!);
+      }
+      return { pipeline, group, workgroups: kernel.workgroups(params, device.limits) };
+    });
+    return {
+      dispatches: plans.length,
+      outputs,
+      encode: (encoder) => {
+        const pass = encoder.beginComputePass({ label: this.name });
+        for (const { pipeline, group, workgroups } of encoded) {
+          pass.setPipeline(pipeline);
+          pass.setBindGroup(0, group);
+          pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
+        }
+        pass.end();
+      },
+      upload: (queue) => {
+        queue.writeBuffer(this.#uniform!, 0, this.#staging, 0, plans.length * UNIFORM_STRIDE);
+        this.#inFlight++;
+      },
+    };
+  }
+
+  /** Called by the runtime when a submission of this graph retired (proven or not). */
+  settled(proven: boolean): void {
+    if (this.#gpu === undefined) return;
+    this.#inFlight--;
+    if (!proven) this.#retainedForever = true;
+    this.#maybeDestroy();
+  }
+
+  /** Ends the graph; its uniform buffer is destroyed once no submission of it is in flight. */
+  dispose(): void {
+    if (this.#disposed) throw new TenonError('EMOVED', 'graph was disposed', { op: 'graph.dispose' });
+    this.#disposed = true;
+    this.#maybeDestroy();
+  }
+
+  #maybeDestroy(): void {
+    if (this.#disposed && this.#inFlight === 0 && !this.#retainedForever && this.#uniform !== undefined) {
+      this.#gpu!.destroyRuntimeBuffer(this.#uniform);
+      this.#uniform = undefined;
+    }
+  }
+
+  #prepare(
+    d: CompiledDispatch,
+    inputs: AllocationGroup,
+    fresh: AllocationGroup,
+    freshSlots: readonly DescriptorSlot[],
+    target: 'device' | 'host',
+    op: string,
+  ): (DeviceBindingState | HostBindingState)[] {
+    const fromInputs: DispatchBindingRequest[] = [];
+    const fromFresh: DispatchBindingRequest[] = [];
+    d.refs.forEach((ref, j) => {
+      const access = d.spec.kernel.bindings[j]!.access;
+      if (ref.from === 'inputs') fromInputs.push({ slot: ref.slot, access });
+      else fromFresh.push({ slot: freshSlots[ref.index]!, access });
+    });
+    const a = inputs.prepareDispatch(fromInputs, target as 'device') as (DeviceBindingState | HostBindingState)[];
+    const b = fromFresh.length === 0 ? [] : (fresh.prepareDispatch(fromFresh, target as 'device') as (DeviceBindingState | HostBindingState)[]);
+    let ia = 0;
+    let ib = 0;
+    const states = d.refs.map((ref) => (ref.from === 'inputs' ? a[ia++]! : b[ib++]!));
+    void op;
+    return states;
+  }
+}
+
+function checkDecl(state: DeviceBindingState | HostBindingState, ref: TensorRef, op: string): void {
+  const { layout } = state;
+  const decl = ref.decl;
+  const sameShape = layout.shape.length === decl.shape.length && layout.shape.every((n, i) => n === decl.shape[i]);
+  if (layout.dtype !== decl.dtype || !sameShape || layout.kind !== 'contiguous') {
+    throw new TenonError('EINVAL', `slot does not hold the declared ${decl.dtype}[${decl.shape.join(',')}] contiguous tensor`, {
+      op,
+      reason: 'input-mismatch',
+      ids: { slot: state.slot },
+    });
+  }
+}

@@ -1,0 +1,127 @@
+// Terminal outcomes of a detached submission (G3) and the bundle a completed one yields.
+//
+// Ownership: exactly one party owns what an outcome carries. `completed` carries a Bundle that owns the
+// inputs group (with in-place outputs) and the fresh outputs; `retired-failed` carries the exact inputs
+// group, returned only after retirement; `completion-unproven` carries diagnostics and no owner, because
+// the memory was retained forever by the runtime. Single-threaded, like the runtime.
+import { TenonError } from '../errors.js';
+import type { AllocationGroup, DescriptorSlot, DType, Tensor, TensorView } from '../storage/index.js';
+import type { OutputRef } from './program.js';
+
+export interface UnprovenDiagnostics {
+  /** Submission index on its runtime. */
+  readonly index: number;
+  readonly program: string;
+  /** Why completion could not be proven (device loss reason, worker death, ...). */
+  readonly reason: string;
+  /** Distinct roots now retained forever (never destroyed, never reused). */
+  readonly rootsRetained: number;
+}
+
+export type Outcome =
+  | { readonly kind: 'completed'; readonly bundle: Bundle }
+  | { readonly kind: 'retired-failed'; readonly cause: TenonError; readonly inputs: AllocationGroup }
+  | { readonly kind: 'completion-unproven'; readonly cause: TenonError; readonly diagnostics: UnprovenDiagnostics };
+
+/**
+ * What a completed submission returns: its inputs group (outputs written in place are slots of it) and
+ * the fresh outputs (a group of their own until merged). Consuming members end the bundle.
+ */
+export class Bundle {
+  #inputs: AllocationGroup | undefined;
+  #fresh: AllocationGroup | undefined;
+  readonly #outputs: readonly OutputRef[];
+
+  constructor(inputs: AllocationGroup, fresh: AllocationGroup, outputs: readonly OutputRef[]) {
+    this.#inputs = inputs;
+    this.#fresh = fresh;
+    this.#outputs = outputs;
+  }
+
+  get outputCount(): number {
+    return this.#outputs.length;
+  }
+
+  #live(op: string): { inputs: AllocationGroup; fresh: AllocationGroup } {
+    if (this.#inputs === undefined || this.#fresh === undefined) {
+      throw new TenonError('EMOVED', 'bundle was consumed', { op });
+    }
+    return { inputs: this.#inputs, fresh: this.#fresh };
+  }
+
+  #ref(i: number, op: string): OutputRef {
+    const ref = Number.isSafeInteger(i) ? this.#outputs[i] : undefined;
+    if (ref === undefined) throw new TenonError('EINVAL', `no output ${String(i)}`, { op, reason: 'invalid-output', ids: { output: String(i) } });
+    return ref;
+  }
+
+  /** A shared borrow of output `i` (release it before consuming the bundle). */
+  output<D extends DType = DType>(i: number): TensorView<D> {
+    const op = 'bundle.output';
+    const groups = this.#live(op);
+    const ref = this.#ref(i, op);
+    return groups[ref.from === 'inputs' ? 'inputs' : 'fresh'].view<D>(ref.slot);
+  }
+
+  /** Consumes the bundle: extracts output `i` as an owner and releases everything else exactly once. */
+  intoOutput<D extends DType = DType>(i: number): Tensor<D> {
+    const op = 'bundle.intoOutput';
+    const { inputs, fresh } = this.#live(op);
+    const ref = this.#ref(i, op);
+    const [keep, drop] = ref.from === 'inputs' ? [inputs, fresh] : [fresh, inputs];
+    const tensor = keep.intoTensor<D>(ref.slot);
+    this.#inputs = undefined;
+    this.#fresh = undefined;
+    drop.dispose();
+    return tensor;
+  }
+
+  /**
+   * Consumes the bundle: returns the inputs group with every fresh output moved in as a new slot (no
+   * copy), and the slot of each output in that group.
+   */
+  intoGroup(): { group: AllocationGroup; outputs: DescriptorSlot[] } {
+    const op = 'bundle.intoGroup';
+    const { inputs, fresh } = this.#live(op);
+    this.#inputs = undefined;
+    this.#fresh = undefined;
+    const moved = new Map<number, DescriptorSlot>();
+    for (const slot of fresh.descriptors()) moved.set(slot, inputs.insert(fresh.tryExtract(slot)).descriptor);
+    fresh.dispose();
+    return { group: inputs, outputs: this.#outputs.map((ref) => (ref.from === 'inputs' ? ref.slot : moved.get(ref.slot)!)) };
+  }
+
+  /** Releases everything the bundle owns. */
+  dispose(): void {
+    const { inputs, fresh } = this.#live('bundle.dispose');
+    this.#inputs = undefined;
+    this.#fresh = undefined;
+    inputs.dispose();
+    fresh.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    if (this.#inputs !== undefined) this.dispose();
+  }
+}
+
+/**
+ * Thrown by submit() for any failure before admission. The inputs were not touched: `inputs` is the very
+ * group the caller passed, still owned by the caller and usable.
+ */
+export class SubmitRejected extends TenonError {
+  readonly inputs: AllocationGroup;
+  override readonly cause: TenonError;
+
+  constructor(cause: TenonError, inputs: AllocationGroup) {
+    super(cause.code, `submission rejected before admission: ${cause.message}`, {
+      op: 'runtime.submit',
+      ...(cause.reason !== undefined ? { reason: cause.reason } : {}),
+      ...(cause.ids !== undefined ? { ids: cause.ids } : {}),
+      cause,
+    });
+    this.name = 'SubmitRejected';
+    this.inputs = inputs;
+    this.cause = cause;
+  }
+}

@@ -1,0 +1,368 @@
+// Runtime: detached owning submission with proven retirement (G3, G5) on one provider.
+//
+// Ownership and lifetime. `submit(program, inputs)` checks everything it can before admission; any
+// failure there throws SubmitRejected and leaves `inputs` exactly as it was. Admission is the moment the
+// inputs group is moved into a RetirementRecord, immediately before the first enqueue-capable call
+// (queue.submit on WebGPU, scheduling the host run on the host provider). From then on the record owns
+// the inputs, the fresh outputs, their roots and the device reference until retirement:
+//   - completed: `onSubmittedWorkDone` resolved and, one macrotask later, the device was not lost, and
+//     no validation / out-of-memory error was reported: the owners come back in a Bundle;
+//   - retired-failed: completion proven but the work reported an error: the exact inputs come back;
+//   - completion-unproven: the device was lost before proof: every root the record holds is retained
+//     forever (never destroyed, never reused), no owner comes back, and the record is kept for good.
+// Disposing an ExecutionHandle only stops observing: the record still retires and then releases what it
+// owns exactly once. A resolved onSubmittedWorkDone alone proves nothing (it resolves on loss too, see
+// TOOLCHAIN.md), hence the loss check.
+// Thread: the runtime lives on the thread of its provider; GPU objects never leave it.
+import { TenonError, isTenonError } from '../errors.js';
+import { AllocationGroup, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
+import type { DescriptorSlot, HostProvider, Provider } from '../storage/index.js';
+import { Bundle, SubmitRejected } from './outcome.js';
+import type { Outcome, UnprovenDiagnostics } from './outcome.js';
+import { CompiledGraph, PipelineCache } from './graph.js';
+import type { GraphSpec } from './graph.js';
+import type { BoundWork, Program, StepValues } from './program.js';
+
+/** Points at which the device-loss seam can fire (fault injection through production paths). */
+export type LossPoint = 'before-enqueue' | 'after-enqueue';
+
+/** Named fault-injection seam of a runtime. Each arm fires once, on the next submission. */
+export interface RuntimeFaults {
+  /** Lose the device at `point` of the next submission. */
+  loseDeviceAt(point: LossPoint): void;
+  /** Make the next submission carry an invalid dispatch (a real validation error on the device). */
+  invalidateNextSubmission(): void;
+  /** Make the next host run throw after it started (host provider). */
+  failNextHostRun(): void;
+}
+
+export interface RuntimeStats {
+  readonly submitted: number;
+  readonly rejected: number;
+  readonly admitted: number;
+  readonly completed: number;
+  readonly retiredFailed: number;
+  readonly unproven: number;
+  /** Records admitted but not yet retired. */
+  readonly inFlight: number;
+  /** Records kept forever because completion was unproven. */
+  readonly retainedRecords: number;
+  /** Handles disposed before their outcome was taken; their owners were released by the runtime. */
+  readonly detachedReleases: number;
+}
+
+export interface SubmitOptions {
+  readonly step?: StepValues;
+  /** Aborts only before admission (ECANCELED via SubmitRejected); admitted work always retires. */
+  readonly signal?: AbortSignal;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Lets a pending loss notification land before completion is declared proven. */
+const nextMacrotask = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+class RetirementRecord {
+  readonly index: number;
+  readonly program: Program;
+  /** Owned until retirement: the inputs group and the fresh outputs group. */
+  inputs: AllocationGroup | undefined;
+  fresh: AllocationGroup | undefined;
+  readonly outputs: BoundWork['outputs'];
+  outcome: Promise<Outcome> | undefined;
+  detached = false;
+  taken = false;
+
+  constructor(index: number, program: Program, inputs: AllocationGroup, fresh: AllocationGroup, outputs: BoundWork['outputs']) {
+    this.index = index;
+    this.program = program;
+    this.inputs = inputs;
+    this.fresh = fresh;
+    this.outputs = outputs;
+  }
+}
+
+/** Observes one admitted submission. Disposing it stops observation; it never cancels retirement. */
+export class ExecutionHandle {
+  readonly index: number;
+  readonly #record: RetirementRecord;
+  readonly #runtime: Runtime;
+
+  constructor(runtime: Runtime, record: RetirementRecord) {
+    this.#runtime = runtime;
+    this.#record = record;
+    this.index = record.index;
+  }
+
+  /** The terminal outcome. The owners it carries belong to the caller from here on. */
+  wait(): Promise<Outcome> {
+    const record = this.#record;
+    if (record.detached) {
+      return Promise.reject(new TenonError('ERELEASED', 'handle was disposed', { op: 'handle.wait', ids: { submission: this.index } }));
+    }
+    record.taken = true;
+    return record.outcome!;
+  }
+
+  /** Stops observing. If the outcome was not taken, the runtime releases its owners once it retires. */
+  dispose(): void {
+    const record = this.#record;
+    if (record.taken || record.detached) return;
+    record.detached = true;
+    this.#runtime.detach(record);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+export class Runtime {
+  readonly provider: HostProvider | WebGPUProvider;
+  readonly faults: RuntimeFaults;
+  #index = 0;
+  readonly #inFlight = new Set<RetirementRecord>();
+  /** Completion-unproven records: kept for the life of the runtime, never released. */
+  readonly #retained: RetirementRecord[] = [];
+  readonly #stats: Mutable<Omit<RuntimeStats, 'inFlight' | 'retainedRecords'>> = {
+    submitted: 0,
+    rejected: 0,
+    admitted: 0,
+    completed: 0,
+    retiredFailed: 0,
+    unproven: 0,
+    detachedReleases: 0,
+  };
+  /** Pipelines of every graph compiled on this runtime, keyed by kernel and constants. */
+  readonly #pipelines = new PipelineCache();
+  #lossAt: LossPoint | undefined;
+  #invalidNext = false;
+  #failHostNext = false;
+
+  constructor(provider: Provider) {
+    if (!(provider instanceof WebGPUProvider) && provider?.kind !== 'host') {
+      throw new TenonError('EINVAL', 'a runtime needs a tenon provider', { op: 'createRuntime', reason: 'bad-provider' });
+    }
+    this.provider = provider as HostProvider | WebGPUProvider;
+    this.faults = Object.freeze({
+      loseDeviceAt: (point: LossPoint) => {
+        this.#lossAt = point;
+      },
+      invalidateNextSubmission: () => {
+        this.#invalidNext = true;
+      },
+      failNextHostRun: () => {
+        this.#failHostNext = true;
+      },
+    });
+  }
+
+  /** Compiles a graph once: checks, pipelines and the params buffer happen here, not per replay. */
+  compile(spec: GraphSpec): CompiledGraph {
+    if (this.provider instanceof WebGPUProvider && this.provider.lossObserved) {
+      throw new TenonError('ENODEV', 'device lost', { op: 'runtime.compile', reason: 'device-lost' });
+    }
+    return new CompiledGraph(this, this.provider, spec, this.#pipelines);
+  }
+
+  /** Pipelines created on this runtime so far (compile time only). */
+  get pipelinesCreated(): number {
+    return this.#pipelines.created;
+  }
+
+  stats(): RuntimeStats {
+    return { ...this.#stats, inFlight: this.#inFlight.size, retainedRecords: this.#retained.length };
+  }
+
+  /**
+   * Detached owning submission. Resolves with a handle once the work is admitted; rejects with
+   * SubmitRejected (inputs untouched) for any failure before admission.
+   */
+  async submit(program: Program, inputs: AllocationGroup, options: SubmitOptions = {}): Promise<ExecutionHandle> {
+    const op = 'runtime.submit';
+    this.#stats.submitted++;
+    const reject = (err: unknown): never => {
+      this.#stats.rejected++;
+      const cause = isTenonError(err) ? err : new TenonError('EINVAL', String(err), { op, reason: 'bind-failed', cause: err });
+      throw new SubmitRejected(cause, inputs);
+    };
+    try {
+      this.#checkAdmissible(program, inputs, options, op);
+    } catch (err) {
+      reject(err);
+    }
+
+    // Fresh outputs are allocated before anything touches the inputs, in a group of their own.
+    const fresh = createAllocationGroup();
+    const freshSlots: DescriptorSlot[] = [];
+    try {
+      for (const spec of program.fresh) {
+        freshSlots.push(fresh.insert(await zeros(this.provider, spec.dtype, spec.shape)).descriptor);
+      }
+      // The caller kept ownership while we awaited: check again.
+      this.#checkAdmissible(program, inputs, options, op);
+    } catch (err) {
+      fresh.dispose();
+      reject(err);
+    }
+
+    // From here to admission nothing awaits, so the inputs cannot change under us.
+    let bound: BoundWork;
+    try {
+      if (this.#lossAt === 'before-enqueue') {
+        this.#lossAt = undefined;
+        (this.provider as WebGPUProvider).faults?.loseDevice();
+      }
+      this.#checkDevice(op);
+      bound = program.bind(inputs, fresh, freshSlots, options.step ?? {});
+    } catch (err) {
+      fresh.dispose();
+      return reject(err);
+    }
+    return this.provider instanceof WebGPUProvider ? this.#admitDevice(this.provider, program, inputs, fresh, bound) : this.#admitHost(program, inputs, fresh, bound);
+  }
+
+  /** Called by a disposed handle: the runtime will release the outcome's owners when it arrives. */
+  detach(record: RetirementRecord): void {
+    void record.outcome!.then((outcome) => {
+      this.#stats.detachedReleases++;
+      if (outcome.kind === 'completed') outcome.bundle.dispose();
+      else if (outcome.kind === 'retired-failed') outcome.inputs.dispose();
+    });
+  }
+
+  #checkAdmissible(program: Program, inputs: AllocationGroup, options: SubmitOptions, op: string): void {
+    if (program === null || typeof program !== 'object' || typeof program.bind !== 'function') {
+      throw new TenonError('EINVAL', 'not a compiled program', { op, reason: 'bad-program' });
+    }
+    if (program.owner !== this || program.provider !== this.provider) {
+      throw new TenonError('EINVAL', 'program was compiled for another runtime', { op, reason: 'foreign-program' });
+    }
+    if (!(inputs instanceof AllocationGroup)) throw new TenonError('EINVAL', 'inputs must be an AllocationGroup', { op, reason: 'bad-inputs' });
+    if (inputs.moved) throw new TenonError('EMOVED', 'inputs were already consumed', { op });
+    if (options.signal?.aborted) throw new TenonError('ECANCELED', 'aborted before admission', { op, cause: options.signal.reason });
+    this.#checkDevice(op);
+  }
+
+  #checkDevice(op: string): void {
+    if (this.provider instanceof WebGPUProvider && this.provider.lossObserved) {
+      throw new TenonError('ENODEV', 'device lost', { op, reason: 'device-lost', ids: { provider: this.provider.id } });
+    }
+  }
+
+  #admitDevice(provider: WebGPUProvider, program: Program, inputs: AllocationGroup, fresh: AllocationGroup, bound: BoundWork): ExecutionHandle {
+    const device = provider.device;
+    device.pushErrorScope('validation');
+    device.pushErrorScope('out-of-memory');
+    let commands: GPUCommandBuffer;
+    try {
+      const encoder = device.createCommandEncoder({ label: program.name });
+      bound.encode!(encoder);
+      if (this.#invalidNext) {
+        this.#invalidNext = false;
+        // Seam: a dispatch with no pipeline set is a genuine validation error of this submission.
+        const pass = encoder.beginComputePass();
+        pass.dispatchWorkgroups(1);
+        pass.end();
+      }
+      commands = encoder.finish();
+    } catch (err) {
+      void device.popErrorScope();
+      void device.popErrorScope();
+      fresh.dispose();
+      this.#stats.rejected++;
+      throw new SubmitRejected(isTenonError(err) ? err : new TenonError('EINVAL', String(err), { op: 'runtime.submit', reason: 'encode-failed', cause: err }), inputs);
+    }
+    // Admission: the record owns everything from here; the caller's objects are moved.
+    const record = new RetirementRecord(++this.#index, program, inputs.take(), fresh.take(), bound.outputs);
+    this.#inFlight.add(record);
+    this.#stats.admitted++;
+    bound.upload?.(device.queue);
+    device.queue.submit([commands]);
+    provider.meter.bump('dispatches', bound.dispatches);
+    const oom = device.popErrorScope();
+    const validation = device.popErrorScope();
+    if (this.#lossAt === 'after-enqueue') {
+      this.#lossAt = undefined;
+      provider.faults.loseDevice();
+    }
+    record.outcome = this.#retireDevice(provider, record, validation, oom);
+    return new ExecutionHandle(this, record);
+  }
+
+  async #retireDevice(provider: WebGPUProvider, record: RetirementRecord, validation: Promise<GPUError | null>, oom: Promise<GPUError | null>): Promise<Outcome> {
+    await provider.device.queue.onSubmittedWorkDone();
+    await nextMacrotask();
+    if (provider.lossObserved) {
+      return this.#unproven(record, provider.loss?.reason ?? 'destroyed');
+    }
+    const [v, o] = await Promise.all([validation.catch(() => null), oom.catch(() => null)]);
+    if (v !== null || o !== null) {
+      const cause = new TenonError(o !== null ? 'ENOMEM' : 'EINVAL', (o ?? v)!.message, {
+        op: 'runtime.retire',
+        reason: o !== null ? 'out-of-memory' : 'validation',
+        ids: { submission: record.index },
+      });
+      return this.#retiredFailed(record, cause);
+    }
+    return this.#completed(record);
+  }
+
+  #admitHost(program: Program, inputs: AllocationGroup, fresh: AllocationGroup, bound: BoundWork): ExecutionHandle {
+    const record = new RetirementRecord(++this.#index, program, inputs.take(), fresh.take(), bound.outputs);
+    this.#inFlight.add(record);
+    this.#stats.admitted++;
+    const fail = this.#failHostNext;
+    this.#failHostNext = false;
+    record.outcome = nextMacrotask().then(() => {
+      try {
+        bound.run!();
+        this.provider.meter.bump('dispatches', bound.dispatches);
+        if (fail) throw new TenonError('EIO', 'injected host failure', { op: 'runtime.run', reason: 'injected' });
+      } catch (err) {
+        const cause = isTenonError(err) ? err : new TenonError('EIO', String(err), { op: 'runtime.run', reason: 'kernel-threw', cause: err });
+        return this.#retiredFailed(record, cause);
+      }
+      return this.#completed(record);
+    });
+    return new ExecutionHandle(this, record);
+  }
+
+  #completed(record: RetirementRecord): Outcome {
+    this.#inFlight.delete(record);
+    record.program.settled?.(true);
+    this.#stats.completed++;
+    const bundle = new Bundle(record.inputs!, record.fresh!, record.outputs);
+    record.inputs = record.fresh = undefined;
+    return { kind: 'completed', bundle };
+  }
+
+  #retiredFailed(record: RetirementRecord, cause: TenonError): Outcome {
+    this.#inFlight.delete(record);
+    record.program.settled?.(true);
+    this.#stats.retiredFailed++;
+    const inputs = record.inputs!;
+    record.fresh!.dispose();
+    record.inputs = record.fresh = undefined;
+    return { kind: 'retired-failed', cause, inputs };
+  }
+
+  #unproven(record: RetirementRecord, reason: string): Outcome {
+    this.#inFlight.delete(record);
+    record.program.settled?.(false);
+    this.#stats.unproven++;
+    const rootsRetained = record.inputs!.retainForever() + record.fresh!.retainForever();
+    this.#retained.push(record);
+    const diagnostics: UnprovenDiagnostics = Object.freeze({ index: record.index, program: record.program.name, reason, rootsRetained });
+    const cause = new TenonError('ENODEV', `completion of submission ${record.index} cannot be proven: ${reason}`, {
+      op: 'runtime.retire',
+      reason: 'completion-unproven',
+      ids: { submission: record.index },
+    });
+    return { kind: 'completion-unproven', cause, diagnostics };
+  }
+}
+
+export function createRuntime(provider: Provider): Runtime {
+  return new Runtime(provider);
+}
