@@ -50,6 +50,8 @@ export interface DeviceLoss {
 export interface WebGPUFaults {
   /** Destroys the device now, exactly as a lost device would behave. */
   loseDevice(): void;
+  /** Destroys the device right after the next staging mapAsync has started (a loss during a map). */
+  loseDeviceDuringNextMap(): void;
 }
 
 export class WebGPUProvider extends ProviderCore {
@@ -64,6 +66,7 @@ export class WebGPUProvider extends ProviderCore {
   #loss: DeviceLoss | undefined;
   /** Set synchronously when our own code destroys the device, before `lost` can report it. */
   #destroyRequested = false;
+  #loseDuringMap = false;
 
   constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo) {
     super('webgpu');
@@ -85,7 +88,12 @@ export class WebGPUProvider extends ProviderCore {
       this.#loss = { reason: info.reason, message: info.message };
       return this.#loss;
     });
-    this.faults = Object.freeze({ loseDevice: () => this.destroy() });
+    this.faults = Object.freeze({
+      loseDevice: () => this.destroy(),
+      loseDeviceDuringNextMap: () => {
+        this.#loseDuringMap = true;
+      },
+    });
   }
 
   /** The loss that ended the device, once known. */
@@ -244,7 +252,12 @@ export class WebGPUProvider extends ProviderCore {
   async #map(staging: GPUBuffer, mode: GPUMapModeFlags, op: string): Promise<void> {
     this.meter.bump('maps');
     try {
-      await staging.mapAsync(mode);
+      const mapped = staging.mapAsync(mode);
+      if (this.#loseDuringMap) {
+        this.#loseDuringMap = false;
+        this.destroy();
+      }
+      await mapped;
     } catch (cause) {
       this.destroyTracked(staging);
       this.assertUsable(op);

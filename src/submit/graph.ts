@@ -150,7 +150,10 @@ export class CompiledGraph implements Program {
         const size = kernel.uniform(d.params as never, refs.map(() => 0)).byteLength;
         if (size > UNIFORM_STRIDE) throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
       }
-      const pipeline = gpu === undefined ? undefined : pipelines.get(gpu.device, kernel, dynamic ? {} : (kernel.constants?.(d.params as never) ?? {}));
+      // Specialization constants are fixed at compile time: for per-step params they come from the params
+      // of an empty step, so they must not depend on step values.
+      const specializeWith = dynamic ? (d.params as (s: StepValues) => never)({}) : (d.params as never);
+      const pipeline = gpu === undefined ? undefined : pipelines.get(gpu.device, kernel, kernel.constants?.(specializeWith) ?? {});
       return { spec: d as DispatchSpec<never>, refs, dynamic, pipeline, bindGroups: new Map() };
     });
     this.#pipelinesCreated = pipelines.created - before;

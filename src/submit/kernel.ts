@@ -28,7 +28,10 @@ export interface Kernel<P> {
   /** WGSL source (one kernel per file in shaders/, imported as text). */
   readonly shader: string;
   readonly bindings: readonly KernelBinding[];
-  /** Pipeline-overridable constants (part of the pipeline cache key). */
+  /**
+   * Pipeline-overridable constants (part of the pipeline cache key). Evaluated once at compile time; for
+   * per-step params with the params of an empty step, so they must not depend on step values.
+   */
   constants?(params: P): Readonly<Record<string, number>>;
   /** Checks dtypes, shapes and params; throws TenonError EINVAL before anything runs. */
   check(params: P, shapes: readonly BoundShape[]): void;
