@@ -100,6 +100,8 @@ export class CompiledGraph implements Program {
   readonly fresh: readonly FreshOutputSpec[];
   readonly #dispatches: readonly CompiledDispatch[];
   readonly #outputs: readonly TensorRef[];
+  readonly #outputNames: readonly string[];
+  readonly #inputs: Readonly<Record<string, GraphInput>>;
   readonly #gpu: WebGPUProvider | undefined;
   /** Owned: params of every dispatch; destroyed by dispose() when nothing of this graph is in flight. */
   #uniform: GPUBuffer | undefined;
@@ -159,6 +161,8 @@ export class CompiledGraph implements Program {
     this.#pipelinesCreated = pipelines.created - before;
     if (!Array.isArray(spec.outputs)) throw new TenonError('EINVAL', 'outputs must be an array', { op, reason: 'bad-graph' });
     this.#outputs = spec.outputs.map(resolve);
+    this.#outputNames = Object.freeze([...spec.outputs]);
+    this.#inputs = Object.freeze({ ...(spec.inputs ?? {}) });
     this.#staging = new ArrayBuffer(Math.max(1, this.#dispatches.length) * UNIFORM_STRIDE);
     this.#uniform = gpu?.createRuntimeBuffer(this.#staging.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, `${this.name}.params`);
   }
@@ -245,6 +249,35 @@ export class CompiledGraph implements Program {
         this.#inFlight++;
       },
     };
+  }
+
+  /**
+   * The host plan of a scoped read-only call: per dispatch, the kernel, its params and the tensor names
+   * it binds, after checking that no dispatch writes an input (inputs are shared borrows there).
+   */
+  scopedPlan(step: StepValues): {
+    readonly dispatches: readonly { kernel: Kernel<never>; params: never; names: readonly string[] }[];
+    readonly inputs: Readonly<Record<string, GraphInput>>;
+    readonly outputs: readonly string[];
+  } {
+    const op = 'runtime.executeScopedReadOnly';
+    if (this.#disposed) throw new TenonError('EMOVED', 'graph was disposed', { op });
+    const dispatches = this.#dispatches.map((d, i) => {
+      const kernel = d.spec.kernel;
+      d.refs.forEach((ref, j) => {
+        if (ref.from === 'inputs' && kernel.bindings[j]!.access === 'write') {
+          throw new TenonError('EINVAL', `dispatch ${i} writes input ${d.spec.bind[j]!} through a shared view`, {
+            op,
+            reason: 'write-through-shared-view',
+            ids: { dispatch: i, name: d.spec.bind[j]! },
+          });
+        }
+      });
+      const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
+      if (d.dynamic) kernel.check(params, d.refs.map(shapeOf));
+      return { kernel, params, names: d.spec.bind };
+    });
+    return { dispatches, inputs: this.#inputs, outputs: this.#outputNames };
   }
 
   /** Called by the runtime when a submission of this graph retired (proven or not). */

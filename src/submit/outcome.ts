@@ -68,8 +68,17 @@ export class Bundle {
     const op = 'bundle.intoOutput';
     const { inputs, fresh } = this.#live(op);
     const ref = this.#ref(i, op);
-    const [keep, drop] = ref.from === 'inputs' ? [inputs, fresh] : [fresh, inputs];
-    const tensor = keep.intoTensor<D>(ref.slot);
+    const keepInputs = ref.from === 'inputs';
+    // Move the other group out first: it fails (EBUSY) without change if a borrow of it is alive.
+    const drop = (keepInputs ? fresh : inputs).take();
+    let tensor: Tensor<D>;
+    try {
+      tensor = (keepInputs ? inputs : fresh).intoTensor<D>(ref.slot);
+    } catch (err) {
+      if (keepInputs) this.#fresh = drop;
+      else this.#inputs = drop;
+      throw err;
+    }
     this.#inputs = undefined;
     this.#fresh = undefined;
     drop.dispose();
@@ -82,7 +91,16 @@ export class Bundle {
    */
   intoGroup(): { group: AllocationGroup; outputs: DescriptorSlot[] } {
     const op = 'bundle.intoGroup';
-    const { inputs, fresh } = this.#live(op);
+    const live = this.#live(op);
+    // Both moves fail without change while a borrow of either group is alive.
+    const fresh = live.fresh.take();
+    let inputs: AllocationGroup;
+    try {
+      inputs = live.inputs.take();
+    } catch (err) {
+      this.#fresh = fresh;
+      throw err;
+    }
     this.#inputs = undefined;
     this.#fresh = undefined;
     const moved = new Map<number, DescriptorSlot>();
@@ -93,7 +111,15 @@ export class Bundle {
 
   /** Releases everything the bundle owns. */
   dispose(): void {
-    const { inputs, fresh } = this.#live('bundle.dispose');
+    const live = this.#live('bundle.dispose');
+    const fresh = live.fresh.take();
+    let inputs: AllocationGroup;
+    try {
+      inputs = live.inputs.take();
+    } catch (err) {
+      this.#fresh = fresh;
+      throw err;
+    }
     this.#inputs = undefined;
     this.#fresh = undefined;
     inputs.dispose();

@@ -15,8 +15,9 @@
 // TOOLCHAIN.md), hence the loss check.
 // Thread: the runtime lives on the thread of its provider; GPU objects never leave it.
 import { TenonError, isTenonError } from '../errors.js';
-import { AllocationGroup, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
-import type { DescriptorSlot, HostProvider, Provider } from '../storage/index.js';
+import { AllocationGroup, TensorView, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
+import type { DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
+import type { HostArray } from './kernel.js';
 import { Bundle, SubmitRejected } from './outcome.js';
 import type { Outcome, UnprovenDiagnostics } from './outcome.js';
 import { CompiledGraph, PipelineCache } from './graph.js';
@@ -50,6 +51,14 @@ export interface RuntimeStats {
   /** Handles disposed before their outcome was taken; their owners were released by the runtime. */
   readonly detachedReleases: number;
 }
+
+/** One output of a scoped call: fresh outputs are owned, input outputs stay the caller's borrowed views. */
+export type ScopedOutput = { readonly kind: 'owned'; readonly tensor: Tensor } | { readonly kind: 'borrowed'; readonly view: TensorView };
+
+/** A scoped call returns only after every piece of its work retired. */
+export type ScopedOutcome =
+  | { readonly kind: 'completed'; readonly outputs: readonly ScopedOutput[] }
+  | { readonly kind: 'retired-failed'; readonly cause: TenonError };
 
 export interface SubmitOptions {
   readonly step?: StepValues;
@@ -236,6 +245,74 @@ export class Runtime {
       return reject(err);
     }
     return this.provider instanceof WebGPUProvider ? this.#admitDevice(this.provider, program, inputs, fresh, bound) : this.#admitHost(program, inputs, fresh, bound);
+  }
+
+  /**
+   * Scoped read-only execution (G3): runs `graph` over shared views (by input name) and returns only after
+   * all of its work retired. Only the host provider offers it (its kernels run synchronously); a device
+   * provider refuses with ENOTSUP before anything happens. Inputs are never written; fresh outputs come
+   * back owned, input outputs come back as the caller's own views. A refused call leaves every view as it
+   * was; a kernel failure is a retired-failed outcome after the work stopped.
+   */
+  async executeScopedReadOnly(graph: CompiledGraph, views: Readonly<Record<string, TensorView>>, step: StepValues = {}): Promise<ScopedOutcome> {
+    const op = 'runtime.executeScopedReadOnly';
+    if (this.provider instanceof WebGPUProvider || !this.provider.capabilities.scopedExecution) {
+      throw new TenonError('ENOTSUP', 'scoped execution needs a synchronous (host) provider', { op, reason: 'no-scoped-execution', ids: { provider: this.provider.id } });
+    }
+    if (!(graph instanceof CompiledGraph) || graph.owner !== this) {
+      throw new TenonError('EINVAL', 'graph was compiled for another runtime', { op, reason: 'foreign-program' });
+    }
+    const plan = graph.scopedPlan(step);
+    for (const [name, decl] of Object.entries(plan.inputs)) {
+      const view = views[name];
+      if (!(view instanceof TensorView)) throw new TenonError('EINVAL', `input ${name} needs a shared view`, { op, reason: 'missing-view', ids: { name } });
+      const sameShape = view.shape.length === decl.shape.length && view.shape.every((n, i) => n === decl.shape[i]);
+      if (view.dtype !== decl.dtype || !sameShape || !view.isContiguous || view.provider !== this.provider) {
+        throw new TenonError('EINVAL', `view for ${name} does not match the declared tensor`, { op, reason: 'input-mismatch', ids: { name } });
+      }
+    }
+    const prepared: (PreparedHostRead<never> | PreparedHostWrite<never>)[] = [];
+    const fresh: Tensor[] = [];
+    let admitted = false;
+    try {
+      const arrays = new Map<string, HostArray>();
+      for (const name of Object.keys(plan.inputs)) {
+        const p = await views[name]!.prepareHost();
+        prepared.push(p as never);
+        if (p.kind === 'contiguous') arrays.set(name, { array: p.asArray(), offset: 0 });
+      }
+      for (const spec of graph.fresh) {
+        const t = await zeros(this.provider, spec.dtype, spec.shape);
+        fresh.push(t);
+        const p = await t.prepareHostMut({ discard: true });
+        prepared.push(p as never);
+        if (p.kind === 'contiguous') arrays.set(spec.name, { array: p.asArray(), offset: 0 });
+      }
+      admitted = true;
+      try {
+        for (const d of plan.dispatches) d.kernel.host(d.params, d.names.map((n) => arrays.get(n)!));
+        this.provider.meter.bump('dispatches', plan.dispatches.length);
+      } catch (err) {
+        for (const p of prepared.splice(0)) p.release();
+        for (const t of fresh.splice(0)) t.dispose();
+        const cause = isTenonError(err) ? err : new TenonError('EIO', String(err), { op, reason: 'kernel-threw', cause: err });
+        return { kind: 'retired-failed', cause };
+      }
+    } catch (err) {
+      // Refused before any kernel ran: nothing of ours survives, the views are the caller's as before.
+      for (const p of prepared.splice(0)) p.release();
+      if (!admitted) for (const t of fresh.splice(0)) t.dispose();
+      throw err;
+    } finally {
+      for (const p of prepared) p.release();
+    }
+    const byName = new Map(graph.fresh.map((spec, i) => [spec.name, fresh[i]!] as const));
+    const outputs = plan.outputs.map((name): ScopedOutput => {
+      const owned = byName.get(name);
+      return owned !== undefined ? { kind: 'owned', tensor: owned } : { kind: 'borrowed', view: views[name]! };
+    });
+    for (const [name, t] of byName) if (!plan.outputs.includes(name)) t.dispose();
+    return { kind: 'completed', outputs };
   }
 
   /** Called by a disposed handle: the runtime will release the outcome's owners when it arrives. */

@@ -1,0 +1,59 @@
+// The op library: one module per kernel (WGSL in shaders/, imported as text), each an OpDef with a
+// host reference. The list below is the set the session builds models from.
+import { add } from './add.js';
+import { addInplace } from './add-inplace.js';
+import { argmax } from './argmax.js';
+import { attention } from './attention.js';
+import { gather } from './gather.js';
+import { kvWrite } from './kv-write.js';
+import { matmul } from './matmul.js';
+import { matmulBatched } from './matmul-batched.js';
+import { matmulNT } from './matmul-nt.js';
+import { mul } from './mul.js';
+import { rmsnorm } from './rmsnorm.js';
+import { rope } from './rope.js';
+import { scale } from './scale.js';
+import { siluMul } from './silu-mul.js';
+import { softmax } from './softmax.js';
+import type { AnyOpDef } from './types.js';
+
+export { add, addInplace, argmax, attention, gather, kvWrite, matmul, matmulBatched, matmulNT, mul, rmsnorm, rope, scale, siluMul, softmax };
+export type { AddParams } from './add.js';
+export type { AddInplaceParams } from './add-inplace.js';
+export type { ArgmaxParams } from './argmax.js';
+export type { AttentionParams } from './attention.js';
+export { attentionScale } from './attention.js';
+export type { GatherParams } from './gather.js';
+export type { KvWriteParams } from './kv-write.js';
+export type { MatmulParams } from './matmul.js';
+export type { MatmulBatchedParams } from './matmul-batched.js';
+export type { MatmulNTParams } from './matmul-nt.js';
+export type { MulParams } from './mul.js';
+export type { RmsnormParams } from './rmsnorm.js';
+export { RMSNORM_EPS } from './rmsnorm.js';
+export type { RopeParams } from './rope.js';
+export { ROPE_MAX_POSITION, ROPE_THETA } from './rope.js';
+export type { ScaleParams } from './scale.js';
+export type { SiluMulParams } from './silu-mul.js';
+export type { SoftmaxParams } from './softmax.js';
+export { rowsPerInvocation } from './tiling.js';
+export type { AnyOpDef, OpAccess, OpBinding, OpConstants, OpDef, OpLimits, OpOperand, Workgroups } from './types.js';
+
+/** Every op, by name. */
+export const OPS = {
+  add,
+  add_inplace: addInplace,
+  argmax,
+  attention,
+  gather,
+  kv_write: kvWrite,
+  matmul,
+  matmul_batched: matmulBatched,
+  matmul_nt: matmulNT,
+  mul,
+  rmsnorm,
+  rope,
+  scale,
+  silu_mul: siluMul,
+  softmax,
+} as const satisfies Record<string, AnyOpDef>;

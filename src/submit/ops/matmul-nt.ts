@@ -1,0 +1,58 @@
+// matmul_nt: out = a x w^T ("x times W-transposed"): a [M, K], w [N, K], out [M, N], row-major f32
+// (shaders/matmul_nt.wgsl). llama2.c stores every weight as [out_features, in_features], so a linear
+// layer is this op with M = 1 at decode and M = T at prefill.
+import shader from '../../../shaders/matmul_nt.wgsl?raw';
+import { F32, checkDispatch, checkOperands, checkShape, checkSize, packParams } from './common.js';
+import { matmulGroups, matmulTiling } from './tiling.js';
+import type { OpBinding, OpDef } from './types.js';
+
+export interface MatmulNTParams {
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+}
+
+const BINDINGS: readonly OpBinding[] = [
+  { name: 'a', access: 'read', dtypes: F32 },
+  { name: 'w', access: 'read', dtypes: F32 },
+  { name: 'out', access: 'read_write', dtypes: F32 },
+];
+
+export const matmulNT: OpDef<MatmulNTParams, readonly [a: Float32Array, w: Float32Array, out: Float32Array]> = {
+  name: 'matmul_nt',
+  shader,
+  entryPoint: 'main',
+  bindings: BINDINGS,
+  paramsBytes: 32,
+  check(operands, p) {
+    checkOperands('matmul_nt', BINDINGS, operands);
+    checkSize('matmul_nt', 'm', p.m);
+    checkSize('matmul_nt', 'n', p.n);
+    checkSize('matmul_nt', 'k', p.k);
+    checkShape('matmul_nt', 'a', operands[0]!, [p.m, p.k]);
+    checkShape('matmul_nt', 'w', operands[1]!, [p.n, p.k]);
+    checkShape('matmul_nt', 'out', operands[2]!, [p.m, p.n]);
+  },
+  params(p, offsets) {
+    return packParams(32, [{ u32: offsets[0]! }, { u32: offsets[1]! }, { u32: offsets[2]! }, { u32: p.m }, { u32: p.n }, { u32: p.k }]);
+  },
+  constants(p) {
+    return { ...matmulTiling(p.m) };
+  },
+  workgroups(p, limits) {
+    return checkDispatch('matmul_nt', matmulGroups(p.m, p.n, 1), limits);
+  },
+  host(p, [a, w, out]) {
+    // Each output is one dot product of two contiguous rows, accumulated in f64.
+    const { m, n, k } = p;
+    for (let i = 0; i < m; i++) {
+      const aRow = i * k;
+      for (let j = 0; j < n; j++) {
+        const wRow = j * k;
+        let s = 0;
+        for (let kk = 0; kk < k; kk++) s += a[aRow + kk]! * w[wRow + kk]!;
+        out[i * n + j] = s;
+      }
+    }
+  },
+};
