@@ -8,7 +8,7 @@ export { createWebGPUProvider, WebGPUProvider } from './webgpu.js';
 export type { DeviceLoss, WebGPUFaults, WebGPUProviderOptions } from './webgpu.js';
 export type { Provider, ProviderCapabilities, ProviderKind } from './provider.js';
 export type { AllocationEvent, AllocationReason, CopyEvent, CopyReason, CounterSnapshot, LedgerEvent } from './counters.js';
-export { DTYPES, dtypeSize, isDType } from './dtype.js';
+export { DTYPES, dtypeSize, isDType, typedView as typedArrayOver } from './dtype.js';
 export type { AnyTypedArray, ArrayOf, DType } from './dtype.js';
 export { MAX_RANK } from './layout.js';
 export type { CheckedLayout, LayoutSpec, StridedPlan } from './layout.js';

@@ -197,7 +197,13 @@ export class WebGPUProvider extends ProviderCore {
   async writeBytes(root: Root, rootOffset: number, src: Uint8Array, op: string): Promise<void> {
     const end = rootOffset + src.byteLength;
     if (rootOffset % COPY_ALIGNMENT === 0 && src.byteLength % COPY_ALIGNMENT === 0) {
-      this.device.queue.writeBuffer(this.bufferOf(root), rootOffset, src.buffer as ArrayBuffer, src.byteOffset, src.byteLength);
+      if (src.buffer instanceof SharedArrayBuffer) {
+        // Some implementations (Dawn in Node) refuse shared memory in writeBuffer: go through a staging
+        // buffer mapped at creation instead; still exactly one copy of the bytes on the host side.
+        this.#uploadViaStaging(root, rootOffset, src);
+      } else {
+        this.device.queue.writeBuffer(this.bufferOf(root), rootOffset, src.buffer as ArrayBuffer, src.byteOffset, src.byteLength);
+      }
       this.ledger.record({ kind: 'copy', reason: 'transfer', bytes: src.byteLength, from: 'host', to: root.id });
       return;
     }
@@ -241,6 +247,20 @@ export class WebGPUProvider extends ProviderCore {
   destroy(): void {
     this.#destroyRequested = true;
     this.device.destroy();
+  }
+
+  #uploadViaStaging(root: Root, rootOffset: number, src: Uint8Array): void {
+    if (src.byteLength === 0) return;
+    const staging = this.device.createBuffer({ size: src.byteLength, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
+    this.stagingCreated(src.byteLength);
+    this.meter.bump('maps');
+    new Uint8Array(staging.getMappedRange()).set(src);
+    staging.unmap();
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(staging, 0, this.bufferOf(root), rootOffset, src.byteLength);
+    this.device.queue.submit([encoder.finish()]);
+    // Destroying after submit is safe: the copy already holds the buffer on the queue timeline.
+    this.destroyTracked(staging);
   }
 
   #mapForUpload(size: number, byteOffset: number): MappedRange {

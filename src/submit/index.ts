@@ -8,3 +8,6 @@ export { CompiledGraph } from './graph.js';
 export type { DispatchSpec, GraphInput, GraphSpec, GraphStats } from './graph.js';
 export type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 export type { BoundShape, HostArray, Kernel, KernelBinding } from './kernel.js';
+export { PoolHandle, WorkerPool, createWorkerPool } from './pool.js';
+export type { PoolFaults, PoolStats, PoolSubmitOptions, WorkerPoolOptions } from './pool.js';
+export type { PoolGraphSpec, PoolParamValue, PoolProviderKind, WorkerInfo } from './pool-protocol.js';

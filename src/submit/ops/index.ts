@@ -32,7 +32,7 @@ export type { MulParams } from './mul.js';
 export type { RmsnormParams } from './rmsnorm.js';
 export { RMSNORM_EPS } from './rmsnorm.js';
 export type { RopeParams } from './rope.js';
-export { ROPE_MAX_POSITION, ROPE_THETA } from './rope.js';
+export { ROPE_MAX_HEAD_DIM, ROPE_MAX_POSITION, ROPE_THETA, ropeFrequencies } from './rope.js';
 export type { ScaleParams } from './scale.js';
 export type { SiluMulParams } from './silu-mul.js';
 export type { SoftmaxParams } from './softmax.js';
