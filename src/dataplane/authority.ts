@@ -165,6 +165,7 @@ class Authority implements DataPlane {
   #queue: Promise<void> = Promise.resolve();
   #generation = 0;
   #dead = false;
+  #messages = 0;
 
   constructor(name: string, store: UseStore, folder: FileSystemDirectoryHandle, releaseLock: () => void, stored: Array<[IDBValidKey, unknown]>) {
     this.name = name;
@@ -270,6 +271,7 @@ class Authority implements DataPlane {
       bindings: this.#bindings.size,
       files,
       boundFiles,
+      controlMessages: this.#messages,
       leaked: leakedCount(),
     };
   }
@@ -346,6 +348,7 @@ class Authority implements DataPlane {
     const msg = raw as ClientMessage;
     if (typeof msg !== 'object' || msg === null || typeof msg.t !== 'string') return;
     const id = 'id' in msg && typeof msg.id === 'number' ? msg.id : undefined;
+    this.#messages++;
     this.#serial(() => (this.#dead ? undefined : this.#handle(s, msg))).catch((err: unknown) => {
       if (id !== undefined && !this.#dead) this.#fail(s, id, err);
     });
@@ -836,7 +839,16 @@ export async function createDataPlane(options: DataPlaneOptions): Promise<DataPl
     const store = createStore(`tenon-dataplane/${name}`, 'namespace');
     const stored = await entries(store);
     const folder = await planeFolder(name);
-    const authority = new Authority(name, store, folder, release, stored);
+    // Recovery: every stream node gets a fresh incarnation, so no ring of an earlier authority can ever
+    // match a grant of this one (K6); blob bindings are kept exactly (K7).
+    const bumped: Array<[IDBValidKey, unknown]> = [];
+    for (const [key, value] of stored) {
+      const b = value as Binding;
+      if (String(key).startsWith('n:') && b.kind === 'stream') bumped.push([key, { ...b, incarnation: b.incarnation + 1 }]);
+    }
+    if (bumped.length > 0) await setMany(bumped, store);
+    const recovered = stored.map(([k, v]): [IDBValidKey, unknown] => bumped.find(([bk]) => bk === k) ?? [k, v]);
+    const authority = new Authority(name, store, folder, release, recovered);
     await authority.reclaim(); // orphans of an earlier run: stagings never published, replaced revisions
     return authority;
   } catch (err) {

@@ -166,6 +166,8 @@ export interface DataPlaneStats {
   /** Files in this data plane's OPFS folder, and how many of them the namespace binds. */
   readonly files: number;
   readonly boundFiles: number;
+  /** Messages the authority has handled since it started (opens, closes, control): never one per byte or per I/O call. */
+  readonly controlMessages: number;
   /** FinalizationRegistry diagnostics: descriptors dropped without close in this context. */
   readonly leaked: number;
 }
