@@ -35,7 +35,7 @@ export const kvWrite: OpDef<KvWriteParams, readonly [src: Float32Array, cache: F
     checkIndex('kv_write', 'pos0', p.pos0);
     checkShape('kv_write', 'src', operands[0]!, [p.count, p.width]);
     checkShape('kv_write', 'cache', operands[1]!, [p.maxSeq, p.width]);
-    if (p.pos0 + p.count > p.maxSeq + 1) {
+    if (p.pos0 + p.count > p.maxSeq) {
       rejectRange('kv_write', `rows ${p.pos0}..${p.pos0 + p.count - 1} do not fit a cache of ${p.maxSeq}`, { pos0: p.pos0, count: p.count, maxSeq: p.maxSeq });
     }
   },
