@@ -1,6 +1,7 @@
 // Op suite: matmul_batched (out[i] = a[i] x b[i], shaders/matmul.wgsl with the batch on z).
 // Plan: property — random batch 1..6, M (half the runs 1), N, K in 1..48, element offsets with
 // canaries: WGSL equals the host reference within 1e-4·(1+|host|) (f32 accumulation over K <= 48);
+// every rows-per-invocation specialization;
 // batch slices do not bleed into each other (each batch has its own scale); check() rejections and a
 // dispatch over the device limit refused with EINVAL.
 import { describe, it } from 'vitest';
@@ -33,6 +34,19 @@ describe('matmul_batched: WGSL against the host reference', () => {
       }),
       fcParams(15),
     );
+  });
+
+  it('[OPS-matmul-batched] every rows-per-invocation specialization (M = 1, 2, 3, 5, 9) with 3 batches', async () => {
+    let seed = 31;
+    for (const m of [1, 2, 3, 5, 9]) {
+      const [batch, n, k] = [3, 20, 13];
+      const { gpu: g, host: h } = await runBoth(gpu(), matmulBatched, [
+        { dtype: 'f32', shape: [batch, m, k], data: randomF32(seed++, batch * m * k) },
+        { dtype: 'f32', shape: [batch, k, n], data: randomF32(seed++, batch * k * n) },
+        { dtype: 'f32', shape: [batch, m, n], data: new Float32Array(batch * m * n) },
+      ], { batch, m, n, k });
+      expectClose(g[2]!, h[2]!, TOL, `matmul_batched 3x[${m}x${k} · ${k}x${n}]`);
+    }
   });
 
   it('[OPS-check] matmul_batched rejects mismatched batches and shapes, and dispatches past the device limit, with EINVAL', async () => {

@@ -2,12 +2,12 @@
 // Plan: (1) property — on the lane's WebGPU provider, random M, N, K in 1..80 (often 1, tile and
 // workgroup edges ±1, odd K, M = 1 decode rows), operands at random element offsets with canaries
 // around them, the WGSL result equals the host reference within 1e-4·(1 + |host|) (f32 accumulation
-// over K <= 80 in a different order than the host's f64 sum), read operands stay unchanged and no
-// canary is touched; (2) control — a hand-computed 2x3 x 3x2 product, exact on both; (3) check()
+// over K <= 172 in a different order than the host's f64 sum), read operands stay unchanged and no
+// canary is touched; every rows-per-invocation specialization (TM = 1, 2, 4, 8); (2) control — a hand-computed 2x3 x 3x2 product, exact on both; (3) check()
 // rejects wrong shapes, dtypes, strided operands and bad sizes with EINVAL before anything runs.
 import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
-import { matmul } from '../../src/submit/ops/index.js';
+import { matmul, rowsPerInvocation } from '../../src/submit/ops/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { operandOf, runOp } from '../support/run-op.js';
@@ -33,6 +33,22 @@ describe('matmul: WGSL against the host reference', () => {
       }),
       fcParams(15),
     );
+  });
+
+  it('[OPS-matmul] every rows-per-invocation specialization (M = 1, 2, 3, 5, 9) at stories260K-like shapes', async () => {
+    const ms = [1, 2, 3, 5, 9];
+    expect(new Set(ms.map(rowsPerInvocation))).toEqual(new Set([1, 2, 4, 8]));
+    let seed = 21;
+    for (const m of ms) {
+      for (const [n, k] of [[64, 64], [172, 64], [64, 172]] as const) {
+        const { gpu: g, host: h } = await runBoth(gpu(), matmul, [
+          { dtype: 'f32', shape: [m, k], data: randomF32(seed++, m * k) },
+          { dtype: 'f32', shape: [k, n], data: randomF32(seed++, k * n) },
+          { dtype: 'f32', shape: [m, n], data: new Float32Array(m * n) },
+        ], { m, n, k });
+        expectClose(g[2]!, h[2]!, TOL, `matmul ${m}x${k} · ${k}x${n}`);
+      }
+    }
   });
 
   it('[OPS-matmul] control: a hand-computed 2x3 · 3x2 product is exact on host and GPU', async () => {
