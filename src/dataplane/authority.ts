@@ -19,7 +19,7 @@ import type { UseStore } from 'idb-keyval';
 import { dpError, fromPlatform } from './errors.js';
 import { authorized, resolvePath, resolvePrefix, validatePath, validateRunId } from './path.js';
 import type { ResolvedAccess } from './path.js';
-import { ENDPOINT, createRing, endpointState, markStale, settleEndpoint } from './ring.js';
+import { ENDPOINT, createRing, endpointState, markStale, settleEndpoint, wakeRing } from './ring.js';
 import { RING_DEFAULT_CAPACITY, RING_MAX_CAPACITY, RING_MIN_CAPACITY, RING_WORD } from './ring-layout.js';
 import { leakedCount } from './diagnostics.js';
 import { holdLock, lockName, planeFolder, randomToken, watchLock } from './opfs.js';
@@ -181,6 +181,7 @@ class Authority implements DataPlane {
       } else if (k.startsWith('op:')) this.#ops.set(k.slice(3), value as OpRecord);
     }
     const held = this.#held;
+    const streams = this.#streams;
     this.faults = {
       holdGrants: false,
       failTransportStarts: 0,
@@ -189,6 +190,10 @@ class Authority implements DataPlane {
       releaseHeldGrants() {
         this.holdGrants = false;
         for (const send of held.splice(0)) send();
+      },
+      wakeStream(path: string) {
+        const ring = streams.get(path)?.pair?.ring;
+        if (ring !== undefined) wakeRing(ring);
       },
     };
   }

@@ -69,6 +69,8 @@ export interface DataPlaneFaults {
   crashAtPublish: 'none' | 'before-commit' | 'after-commit';
   /** Sends every held grant (in order). */
   releaseHeldGrants(): void;
+  /** Wakes both ends of the live ring at `path` without changing anything (a spurious wakeup). */
+  wakeStream(path: string): void;
 }
 
 /** Namespace view of a node, as `stat` reports it. */
