@@ -199,3 +199,20 @@ export function maxScaledError(got: ArrayLike<number>, want: ArrayLike<number>):
   for (let i = 0; i < want.length; i++) m = Math.max(m, Math.abs(got[i]! - want[i]!) / (1 + Math.abs(want[i]!)));
   return m;
 }
+
+/**
+ * The obviously correct product the host references are checked against: out[i, j] = sum over k in
+ * order of a[i, k] · b[k, j], in f64, rounded to f32 once. `bAt(k, j)` reads b (so a transposed weight
+ * is the same loop).
+ */
+export function naiveMatmul(a: Float32Array, bAt: (k: number, j: number) => number, m: number, n: number, k: number): Float32Array {
+  const out = new Float32Array(m * n);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      for (let kk = 0; kk < k; kk++) s += a[i * k + kk]! * bAt(kk, j);
+      out[i * n + j] = s;
+    }
+  }
+  return out;
+}

@@ -4,13 +4,13 @@
 // every rows-per-invocation specialization;
 // batch slices do not bleed into each other (each batch has its own scale); check() rejections and a
 // dispatch over the device limit refused with EINVAL.
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
 import { matmulBatched } from '../../src/submit/ops/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { operandOf } from '../support/run-op.js';
-import { arb, expectClose, randomF32, runBoth, useWebGPU } from './harness.js';
+import { arb, expectClose, naiveMatmul, randomF32, runBoth, useWebGPU } from './harness.js';
 
 const TOL = { abs: 1e-4, rel: 1e-4 };
 
@@ -47,6 +47,22 @@ describe('matmul_batched: WGSL against the host reference', () => {
       ], { batch, m, n, k });
       expectClose(g[2]!, h[2]!, TOL, `matmul_batched 3x[${m}x${k} · ${k}x${n}]`);
     }
+  });
+
+  it('[OPS-matmul-batched] the host reference equals a naive triple loop per batch exactly', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 9 }), arb.seed(), (batch, m, n, k, seed) => {
+        const a = randomF32(seed, batch * m * k);
+        const b = randomF32(seed + 1, batch * k * n);
+        const out = new Float32Array(batch * m * n);
+        matmulBatched.host({ batch, m, n, k }, [a, b, out]);
+        for (let i = 0; i < batch; i++) {
+          const want = naiveMatmul(a.subarray(i * m * k), (kk, j) => b[i * k * n + kk * n + j]!, m, n, k);
+          expect(Array.from(out.subarray(i * m * n, (i + 1) * m * n))).toEqual(Array.from(want));
+        }
+      }),
+      fcParams(50),
+    );
   });
 
   it('[OPS-check] matmul_batched rejects mismatched batches and shapes, and dispatches past the device limit, with EINVAL', async () => {

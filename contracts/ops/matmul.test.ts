@@ -3,15 +3,17 @@
 // workgroup edges ±1, odd K, M = 1 decode rows), operands at random element offsets with canaries
 // around them, the WGSL result equals the host reference within 1e-4·(1 + |host|) (f32 accumulation
 // over K <= 172 in a different order than the host's f64 sum), read operands stay unchanged and no
-// canary is touched; every rows-per-invocation specialization (TM = 1, 2, 4, 8); (2) control — a hand-computed 2x3 x 3x2 product, exact on both; (3) check()
-// rejects wrong shapes, dtypes, strided operands and bad sizes with EINVAL before anything runs.
+// canary is touched; every rows-per-invocation specialization (TM = 1, 2, 4, 8) runs; (2) the host
+// reference (four rows at a time) equals a naive triple loop exactly; (3) control — a hand-computed
+// 2x3 x 3x2 product, exact on both; (4) check() rejects wrong shapes, dtypes, strided operands and bad
+// sizes with EINVAL before anything runs.
 import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
 import { matmul, rowsPerInvocation } from '../../src/submit/ops/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { operandOf, runOp } from '../support/run-op.js';
-import { arb, expectClose, randomF32, runBoth, useWebGPU } from './harness.js';
+import { arb, expectClose, naiveMatmul, randomF32, runBoth, useWebGPU } from './harness.js';
 
 /** |gpu - host| <= TOL.abs + TOL.rel·|host|. */
 const TOL = { abs: 1e-4, rel: 1e-4 };
@@ -49,6 +51,19 @@ describe('matmul: WGSL against the host reference', () => {
         expectClose(g[2]!, h[2]!, TOL, `matmul ${m}x${k} · ${k}x${n}`);
       }
     }
+  });
+
+  it('[OPS-matmul] the host reference equals a naive triple loop exactly (M not a multiple of its 4-row blocks included)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 13 }), fc.integer({ min: 1, max: 13 }), fc.integer({ min: 1, max: 13 }), arb.seed(), (m, n, k, seed) => {
+        const a = randomF32(seed, m * k);
+        const b = randomF32(seed + 1, k * n);
+        const out = new Float32Array(m * n);
+        matmul.host({ m, n, k }, [a, b, out]);
+        expect(Array.from(out)).toEqual(Array.from(naiveMatmul(a, (kk, j) => b[kk * n + j]!, m, n, k)));
+      }),
+      fcParams(100),
+    );
   });
 
   it('[OPS-matmul] control: a hand-computed 2x3 · 3x2 product is exact on host and GPU', async () => {
