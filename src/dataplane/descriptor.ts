@@ -416,7 +416,15 @@ export class Core {
       const n = await this.#readCore(bounce, 0, length, o?.signal, op);
       if (n > 0) {
         if (region.kind === 'host') region.bytes.set(bounce.subarray(0, n), offset);
-        else await region.upload(bounce.subarray(0, n), offset);
+        else {
+          try {
+            await region.upload(bounce.subarray(0, n), offset);
+          } catch (err) {
+            // No byte reached the region: a blob gives them back to its offset (IO8); a stream cannot.
+            if (this.reader === undefined) this.offset -= n;
+            throw err instanceof TenonError ? err : dpError('EIO', op, 'device upload failed', { reason: 'device-upload', path: this.path, cause: err });
+          }
+        }
       }
       this.routes.staged++;
       return n;
@@ -469,7 +477,7 @@ export class Core {
     if (writable) {
       if (this.access === 'read' || !this.capabilities.has('WRITE')) throw dpError('EACCES', op, 'protection exceeds the descriptor rights', { reason: 'protection', path: this.path });
       if (this.writableMappings > 0) throw dpError('EBUSY', op, 'a writable mapping is already live', { reason: 'writable-mapping-live', path: this.path });
-    } else this.#canRead(op);
+    } else if (this.access === 'write') throw dpError('EACCES', op, 'protection exceeds the descriptor rights', { reason: 'protection', path: this.path });
     const m = new MappingImpl(this, offset, length, req.protection);
     this.mappings.add(m);
     if (writable) this.writableMappings++;
