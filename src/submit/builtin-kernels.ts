@@ -1,4 +1,5 @@
-// Kernels every pool worker knows without loading a module: the op library (filled in as ops land).
+// Kernels every pool worker knows without loading a module: the whole op library.
 import type { Kernel } from './kernel.js';
+import { OPS } from './ops/index.js';
 
-export const builtinKernels: readonly Kernel<never>[] = [];
+export const builtinKernels: readonly Kernel<never>[] = Object.values(OPS) as readonly Kernel<never>[];

@@ -13,7 +13,7 @@
 import { TenonError } from '../errors.js';
 import { WebGPUProvider } from '../storage/index.js';
 import type { AllocationGroup, DType, DescriptorSlot, DeviceBindingState, DispatchBindingRequest, HostBindingState, Provider } from '../storage/index.js';
-import type { BoundShape, HostArray, Kernel } from './kernel.js';
+import type { BoundShape, Kernel } from './kernel.js';
 import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 
 /** Uniform params of every dispatch sit at multiples of this stride (>= minUniformBufferOffsetAlignment). */
@@ -147,11 +147,10 @@ export class CompiledGraph implements Program {
       const refs = d.bind.map(resolve);
       const dynamic = isDynamic(d.params);
       const kernel = d.kernel as Kernel<never>;
-      if (!dynamic) {
-        kernel.check(d.params as never, refs.map(shapeOf));
-        const size = kernel.uniform(d.params as never, refs.map(() => 0)).byteLength;
-        if (size > UNIFORM_STRIDE) throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
+      if (kernel.paramsBytes > UNIFORM_STRIDE) {
+        throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
       }
+      if (!dynamic) kernel.check(refs.map(shapeOf), d.params as never);
       // Specialization constants are fixed at compile time: for per-step params they come from the params
       // of an empty step, so they must not depend on step values.
       const specializeWith = dynamic ? (d.params as (s: StepValues) => never)({}) : (d.params as never);
@@ -188,7 +187,7 @@ export class CompiledGraph implements Program {
       const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
       const states = this.#prepare(d, inputs, fresh, freshSlots, target, op);
       for (let j = 0; j < states.length; j++) checkDecl(states[j]!, d.refs[j]!, op);
-      if (d.dynamic) kernel.check(params, d.refs.map(shapeOf));
+      if (d.dynamic) kernel.check(d.refs.map(shapeOf), params);
       return { d, i, kernel, params, states };
     });
 
@@ -201,9 +200,8 @@ export class CompiledGraph implements Program {
         dispatches: plans.length,
         outputs,
         run: () => {
-          for (const { kernel, params, states } of plans) {
-            kernel.host(params, (states as HostBindingState[]).map((s): HostArray => ({ array: s.array, offset: s.elementOffset })));
-          }
+          // Bound layouts are contiguous (checked above): each array starts at element 0.
+          for (const { kernel, params, states } of plans) kernel.host(params, (states as HostBindingState[]).map((s) => s.array));
         },
       };
     }
@@ -211,8 +209,7 @@ export class CompiledGraph implements Program {
     const device = gpu.device;
     const encoded = plans.map(({ d, i, kernel, params, states }) => {
       const deviceStates = states as DeviceBindingState[];
-      const bytes = kernel.uniform(params, deviceStates.map((s) => s.elementOffset));
-      if (bytes.byteLength > UNIFORM_STRIDE) throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
+      const bytes = kernel.params(params, deviceStates.map((s) => s.elementOffset));
       staging.set(new Uint8Array(bytes), i * UNIFORM_STRIDE);
       const pipeline = d.pipeline!;
       const key = deviceStates.map((s) => `${s.rootId}:${s.binding.offset}:${s.binding.size}`).join('|');
@@ -265,7 +262,7 @@ export class CompiledGraph implements Program {
     const dispatches = this.#dispatches.map((d, i) => {
       const kernel = d.spec.kernel;
       d.refs.forEach((ref, j) => {
-        if (ref.from === 'inputs' && kernel.bindings[j]!.access === 'write') {
+        if (ref.from === 'inputs' && kernel.bindings[j]!.access !== 'read') {
           throw new TenonError('EINVAL', `dispatch ${i} writes input ${d.spec.bind[j]!} through a shared view`, {
             op,
             reason: 'write-through-shared-view',
@@ -274,7 +271,7 @@ export class CompiledGraph implements Program {
         }
       });
       const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
-      if (d.dynamic) kernel.check(params, d.refs.map(shapeOf));
+      if (d.dynamic) kernel.check(d.refs.map(shapeOf), params);
       return { kernel, params, names: d.spec.bind };
     });
     return { dispatches, inputs: this.#inputs, outputs: this.#outputNames };
@@ -313,7 +310,7 @@ export class CompiledGraph implements Program {
     const fromInputs: DispatchBindingRequest[] = [];
     const fromFresh: DispatchBindingRequest[] = [];
     d.refs.forEach((ref, j) => {
-      const access = d.spec.kernel.bindings[j]!.access;
+      const access = d.spec.kernel.bindings[j]!.access === 'read' ? 'read' : 'write';
       if (ref.from === 'inputs') fromInputs.push({ slot: ref.slot, access });
       else fromFresh.push({ slot: freshSlots[ref.index]!, access });
     });

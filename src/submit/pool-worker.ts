@@ -10,7 +10,7 @@
 import { TenonError, isTenonError } from '../errors.js';
 import { createAllocationGroup, createWebGPUProvider, fromArray, typedArrayOver } from '../storage/index.js';
 import type { AnyTypedArray, DescriptorSlot, WebGPUProvider } from '../storage/index.js';
-import type { HostArray, Kernel } from './kernel.js';
+import type { Kernel } from './kernel.js';
 import type { JobResult, JobStatus, PoolJob, PoolParamValue, PoolWorkerApi, WireError, WorkerInfo, WorkerInit } from './pool-protocol.js';
 import type { StepValues } from './program.js';
 import { createRuntime } from './runtime.js';
@@ -68,12 +68,13 @@ export function createPoolWorker(env: PoolWorkerEnv): PoolWorkerApi {
   const yieldToMessages = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
   async function runHost(job: PoolJob): Promise<number> {
-    const arrays = new Map<string, HostArray>();
-    for (const [name, t] of Object.entries(job.tensors)) arrays.set(name, { array: arrayOf(t), offset: t.elementOffset });
+    // Job tensors are contiguous: element 0 sits at elementOffset of each envelope array.
+    const arrays = new Map<string, AnyTypedArray>();
+    for (const [name, t] of Object.entries(job.tensors)) arrays.set(name, arrayOf(t).subarray(t.elementOffset) as AnyTypedArray);
     const plan = job.graph.dispatches.map((d) => {
       const kernel = kernelOf(d.kernel);
       const params = resolveParams(d.params, job.step) as never;
-      kernel.check(params, d.bind.map((n) => ({ dtype: job.tensors[n]!.dtype, shape: job.tensors[n]!.shape, contiguous: true })));
+      kernel.check(d.bind.map((n) => ({ dtype: job.tensors[n]!.dtype, shape: job.tensors[n]!.shape, contiguous: true })), params);
       return { kernel, params, arrays: d.bind.map((n) => arrays.get(n)!) };
     });
     for (const { kernel, params, arrays: a } of plan) {

@@ -434,13 +434,13 @@ export class WorkerPool {
         if (ref === undefined) throw new TenonError('EINVAL', `unknown tensor ${name}`, { op, reason: 'unknown-name', ids: { name } });
         return { name, ...ref };
       });
-      kernel.check(resolveParams(d.params, step) as never, refs.map((r) => ({ dtype: r.dtype as never, shape: r.shape, contiguous: true })));
+      kernel.check(refs.map((r) => ({ dtype: r.dtype as never, shape: r.shape, contiguous: true })), resolveParams(d.params, step) as never);
       // Disjointness of this dispatch's writes, per group, through the kernel's own proof.
       const states = new Map<string, HostBindingState>();
       for (const from of ['inputs', 'fresh'] as const) {
         const part = refs.map((r, j) => ({ r, j })).filter(({ r }) => r.from === from);
         if (part.length === 0) continue;
-        const requests: DispatchBindingRequest[] = part.map(({ r, j }) => ({ slot: r.slot, access: kernel.bindings[j]!.access }));
+        const requests: DispatchBindingRequest[] = part.map(({ r, j }) => ({ slot: r.slot, access: kernel.bindings[j]!.access === 'read' ? 'read' : 'write' }));
         const got = (from === 'inputs' ? inputs : fresh).prepareDispatch(requests, 'host');
         part.forEach(({ r }, k) => states.set(r.name, got[k]!));
       }
@@ -453,7 +453,7 @@ export class WorkerPool {
         if (!(s.array.buffer instanceof SharedArrayBuffer)) {
           throw new TenonError('EINVAL', `${r.name} is not in shared memory`, { op, reason: 'not-shared-memory', ids: { name: r.name } });
         }
-        if (kernel.bindings[j]!.access === 'write') written.add(r.name);
+        if (kernel.bindings[j]!.access !== 'read') written.add(r.name);
         tensors[r.name] = {
           buffer: s.array.buffer,
           byteOffset: s.array.byteOffset,

@@ -16,8 +16,7 @@
 // Thread: the runtime lives on the thread of its provider; GPU objects never leave it.
 import { TenonError, isTenonError } from '../errors.js';
 import { AllocationGroup, TensorView, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
-import type { DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
-import type { HostArray } from './kernel.js';
+import type { AnyTypedArray, DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
 import { Bundle, SubmitRejected } from './outcome.js';
 import type { Outcome, UnprovenDiagnostics } from './outcome.js';
 import { CompiledGraph, PipelineCache } from './graph.js';
@@ -275,18 +274,18 @@ export class Runtime {
     const fresh: Tensor[] = [];
     let admitted = false;
     try {
-      const arrays = new Map<string, HostArray>();
+      const arrays = new Map<string, AnyTypedArray>();
       for (const name of Object.keys(plan.inputs)) {
         const p = await views[name]!.prepareHost();
         prepared.push(p as never);
-        if (p.kind === 'contiguous') arrays.set(name, { array: p.asArray(), offset: 0 });
+        if (p.kind === 'contiguous') arrays.set(name, p.asArray());
       }
       for (const spec of graph.fresh) {
         const t = await zeros(this.provider, spec.dtype, spec.shape);
         fresh.push(t);
         const p = await t.prepareHostMut({ discard: true });
         prepared.push(p as never);
-        if (p.kind === 'contiguous') arrays.set(spec.name, { array: p.asArray(), offset: 0 });
+        if (p.kind === 'contiguous') arrays.set(spec.name, p.asArray());
       }
       admitted = true;
       try {

@@ -1,7 +1,7 @@
 // A small real kernel for the submission suites (out = alpha * x + y), with its host twin. It lets the
 // G3/G5 suites drive real dispatches independently of the op library.
 import { TenonError } from '../../../src/index.js';
-import type { Kernel } from '../../../src/submit/index.js';
+import type { Kernel } from '../../../src/index.js';
 import shader from './axpy.wgsl?raw';
 
 export interface AxpyParams {
@@ -14,20 +14,22 @@ const WORKGROUP = 64;
 export const axpy: Kernel<AxpyParams> = {
   name: 'test.axpy',
   shader,
+  entryPoint: 'main',
   bindings: [
-    { name: 'x', access: 'read' },
-    { name: 'y', access: 'read' },
-    { name: 'out', access: 'write' },
+    { name: 'x', access: 'read', dtypes: ['f32'] },
+    { name: 'y', access: 'read', dtypes: ['f32'] },
+    { name: 'out', access: 'read_write', dtypes: ['f32'] },
   ],
+  paramsBytes: 32,
   constants: () => ({ WORKGROUP }),
-  check(p, shapes) {
+  check(shapes, p) {
     for (const s of shapes) {
       if (s.dtype !== 'f32') throw new TenonError('EINVAL', 'axpy takes f32', { op: 'axpy.check', reason: 'dtype-mismatch' });
       const size = s.shape.reduce((a, b) => a * b, 1);
       if (size !== p.n) throw new TenonError('EINVAL', 'axpy sizes differ', { op: 'axpy.check', reason: 'shape-mismatch' });
     }
   },
-  uniform(p, offsets) {
+  params(p, offsets) {
     const bytes = new ArrayBuffer(32);
     new Uint32Array(bytes, 0, 4).set([p.n, offsets[0]!, offsets[1]!, offsets[2]!]);
     new Float32Array(bytes, 16, 1)[0] = p.alpha;
@@ -37,6 +39,6 @@ export const axpy: Kernel<AxpyParams> = {
     return [Math.max(1, Math.ceil(p.n / WORKGROUP)), 1, 1];
   },
   host(p, [x, y, out]) {
-    for (let i = 0; i < p.n; i++) out!.array[out!.offset + i] = p.alpha * x!.array[x!.offset + i]! + y!.array[y!.offset + i]!;
+    for (let i = 0; i < p.n; i++) out![i] = p.alpha * x![i]! + y![i]!;
   },
 };
