@@ -9,6 +9,8 @@ export interface RawClient {
   /** Next reply carrying this id (grant, ok, error, cancelled). */
   reply(id: number): Promise<AuthorityMessage>;
   grant(id: number): Promise<GrantWire>;
+  /** Every message received so far (and not yet taken by reply) that carries this id. */
+  queued(id: number): AuthorityMessage[];
 }
 
 export async function rawClient(dp: DataPlane, access: SessionAccess): Promise<RawClient> {
@@ -41,6 +43,7 @@ export async function rawClient(dp: DataPlane, access: SessionAccess): Promise<R
   return {
     send: (m) => port.postMessage(m),
     reply,
+    queued: (id) => inbox.filter((m) => 'id' in m && m.id === id),
     async grant(id) {
       const m = await reply(id);
       if (m.t !== 'grant') throw new Error(`expected a grant, got ${JSON.stringify(m)}`);
