@@ -1,19 +1,22 @@
 // `npm run mutants`: each designated bad implementation in contracts/mutants/*.json must make the named
 // guarantee suites fail (DESIGN.md: a guarantee is not done until its mutation is killed).
-// For each mutant: apply one exact text replacement to one source file, run the named test files in its
-// lane (`"lane": "node"` by default, or `"browser"`), expect a failure, restore the file byte for byte. A mutant whose `find` text is missing is an
-// error (the list went stale), not a pass. Restores on every exit path, including Ctrl-C.
+// Mutants are applied in a private copy of the working tree (tracked and untracked, non-ignored files;
+// node_modules linked), a sibling of the checkout so `../shared` still resolves. The checkout itself is
+// never edited, so other work in it (people, editors, git commits) can never see a mutated file.
+// For each mutant: apply one exact text replacement to one source file of the copy, run the named test
+// files in its lane (`"lane": "node"` by default, or `"browser"`), expect a failure, restore the file byte
+// for byte. A mutant whose `find` text is missing is an error (the list went stale), not a pass.
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
 // --report writes a vitest-style count (numPassedTests = killed, numFailedTests = survived or stale) that
 // scripts/summary.mjs adds to the `npm test` total.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const mutantDir = join(root, 'contracts/mutants');
+const checkout = join(dirname(fileURLToPath(import.meta.url)), '..');
+const mutantDir = join(checkout, 'contracts/mutants');
 const list = {
   mutants: readdirSync(mutantDir)
     .filter((f) => f.endsWith('.json'))
@@ -29,6 +32,23 @@ const reportFile = reportAt >= 0 ? args[reportAt + 1] : undefined;
 
 // Mutant runs write their vitest reports here, never over the lane reports of `npm test`.
 const scratch = mkdtempSync(join(tmpdir(), 'tenon-mutants-'));
+
+// The private copy the mutants are applied to.
+const root = mkdtempSync(join(checkout, '..', '.tenon-mutants-'));
+const files = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: checkout, encoding: 'utf8' });
+if (files.status !== 0) {
+  console.log('mutants: cannot list the working tree (git ls-files failed)');
+  process.exit(1);
+}
+for (const rel of files.stdout.split('\0').filter(Boolean)) {
+  mkdirSync(dirname(join(root, rel)), { recursive: true });
+  try {
+    cpSync(join(checkout, rel), join(root, rel));
+  } catch {
+    // listed but deleted in the working tree: not part of it
+  }
+}
+symlinkSync(join(checkout, 'node_modules'), join(root, 'node_modules'), 'dir');
 const laneEnv = { ...process.env, FORCE_COLOR: '0', TENON_REPORT_DIR: scratch };
 
 let restore;
@@ -45,6 +65,7 @@ process.on('SIGINT', () => {
 process.on('exit', () => {
   restoreNow();
   rmSync(scratch, { recursive: true, force: true });
+  rmSync(root, { recursive: true, force: true });
 });
 
 const selected = list.mutants.filter((m) => !only || only.includes(m.id));
