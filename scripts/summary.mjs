@@ -5,9 +5,11 @@
 // read clean when something broke. Exit status: 0 only when nothing failed.
 import { existsSync, readFileSync } from 'node:fs';
 
-const dir = '.vitest-reports';
+const argv = process.argv.slice(2);
+const dirAt = argv.indexOf('--dir');
+const dir = dirAt >= 0 ? argv.splice(dirAt, 2)[1] : '.vitest-reports';
 const rows = [];
-for (const name of process.argv.slice(2)) {
+for (const name of argv) {
   const statusFile = `${dir}/${name}.status`;
   const status = existsSync(statusFile) ? Number(readFileSync(statusFile, 'utf8').trim()) : 1;
   const reportFile = `${dir}/${name}.json`;

@@ -10,8 +10,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh || { echo "tenon: installation failed"; echo "tenon: 0 passed, 1 failed"; exit 1; }
 source scripts/env.sh
+# This run's reports live in a directory of their own, so a lane run elsewhere at the same time (another
+# terminal, the mutant runner) can never overwrite what the summary totals.
 mkdir -p .vitest-reports
-rm -f .vitest-reports/*.json .vitest-reports/*.status
+export TENON_REPORT_DIR
+TENON_REPORT_DIR=$(mktemp -d .vitest-reports/run.XXXXXX)
+trap 'rm -rf "$TENON_REPORT_DIR"' EXIT
 
 step() { # name, command...
   local name=$1
@@ -19,7 +23,7 @@ step() { # name, command...
   echo
   echo "== $name =="
   "$@"
-  echo $? > ".vitest-reports/$name.status"
+  echo $? > "$TENON_REPORT_DIR/$name.status"
 }
 
 step typecheck npx tsc -p tsconfig.json --noEmit
@@ -27,6 +31,6 @@ step contracts node scripts/contracts.mjs
 step contracts-selftest node scripts/contracts.selftest.mjs
 step node bash scripts/lane.sh node
 step browser bash scripts/lane.sh browser
-step mutants node scripts/mutants.mjs --report .vitest-reports/mutants.json
+step mutants node scripts/mutants.mjs --report "$TENON_REPORT_DIR/mutants.json"
 echo
-exec node scripts/summary.mjs typecheck contracts contracts-selftest node browser mutants
+node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node browser mutants
