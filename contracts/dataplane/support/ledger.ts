@@ -67,6 +67,8 @@ export interface World {
   readonly coverage: Map<string, number>;
   /** Probe authority-level invariants after every action (deep runs thin this out). */
   probeEvery: number;
+  /** A session of the same plane without rights to the ledger's paths (negative tests). */
+  readonly restricted?: Session;
 }
 
 const BLOB_NAMES = ['a', 'b'] as const;
