@@ -147,7 +147,7 @@ class Agent implements DataPlaneAgent {
   }
 
   async putBlob(path: string, bytes: Uint8Array): Promise<number | undefined> {
-    const w = await writeBlob(this.#s(), path, bytes.length);
+    await using w = await writeBlob(this.#s(), path, bytes.length);
     await w.write(bytes);
     return w.seal();
   }
