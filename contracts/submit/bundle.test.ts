@@ -146,7 +146,7 @@ for (const pc of providerCases()) {
       bad.dispose();
     });
 
-    it('[G3-scoped-host-only] scoped read-only execution runs on the host provider and is refused up front on WebGPU', async () => {
+    it('[G3-scoped-host-only][G5-detached-owning-only] scoped read-only execution runs on the host provider and is refused up front on WebGPU', async () => {
       const x = await fromArray(provider, 'f32', xs);
       const graph = runtime.compile({
         name: 'scoped',
@@ -219,6 +219,71 @@ for (const pc of providerCases()) {
       y.dispose();
       writes.dispose();
       reads.dispose();
+    });
+
+    it('[G3-scoped-outputs] scoped results keep owned fresh outputs apart from the caller\'s borrowed views', async () => {
+      if (pc.kind === 'webgpu') {
+        expect(provider.capabilities.scopedExecution).toBe(false);
+        return;
+      }
+      const x = await fromArray(provider, 'f32', xs);
+      const graph = runtime.compile({
+        name: 'scoped-outputs',
+        inputs: { x: { slot: 0 as DescriptorSlot, dtype: 'f32', shape: [N] } },
+        fresh: [
+          { name: 'a', dtype: 'f32', shape: [N] },
+          { name: 'b', dtype: 'f32', shape: [N] },
+        ],
+        dispatches: [
+          { kernel: axpy, bind: ['x', 'x', 'a'], params: { n: N, alpha: 1 } },
+          { kernel: axpy, bind: ['a', 'x', 'b'], params: { n: N, alpha: 1 } },
+        ],
+        outputs: ['x', 'b'],
+      });
+      const before = provider.counters();
+      const view = x.view();
+      const o = await runtime.executeScopedReadOnly(graph, { x: view });
+      expect(o.kind).toBe('completed');
+      if (o.kind !== 'completed') return;
+      expect(o.outputs.map((out) => out.kind)).toEqual(['borrowed', 'owned']);
+      // the borrowed output is the caller's own view; the owned one is a new owner; `a` was not an output
+      expect(o.outputs[0]!.kind === 'borrowed' && o.outputs[0]!.view).toBe(view);
+      expect(provider.counters().liveRoots - before.liveRoots).toBe(1);
+      if (o.outputs[1]!.kind === 'owned') {
+        expect(Array.from(await o.outputs[1]!.tensor.toArray())).toEqual(Array.from(xs, (v) => 3 * v));
+        o.outputs[1]!.tensor.dispose();
+      }
+      view.release();
+      x.dispose();
+      graph.dispose();
+    });
+
+    it('[G3-scoped-fresh-after-retire] a failing scoped call releases its fresh outputs; none is observable', async () => {
+      if (pc.kind === 'webgpu') {
+        expect(provider.capabilities.scopedExecution).toBe(false);
+        return;
+      }
+      const x = await fromArray(provider, 'f32', xs);
+      const throwing = { ...axpy, name: 'test.throws', host: () => { throw new Error('kernel failed'); } };
+      const graph = runtime.compile({
+        name: 'scoped-fails',
+        inputs: { x: { slot: 0 as DescriptorSlot, dtype: 'f32', shape: [N] } },
+        fresh: [{ name: 'z', dtype: 'f32', shape: [N] }],
+        dispatches: [{ kernel: throwing, bind: ['x', 'x', 'z'], params: { n: N, alpha: 1 } }],
+        outputs: ['z'],
+      });
+      const before = provider.counters();
+      const view = x.view();
+      const o = await runtime.executeScopedReadOnly(graph, { x: view });
+      expect(o.kind).toBe('retired-failed');
+      if (o.kind === 'retired-failed') expect(o.cause.code).toBe('EIO');
+      const after = provider.counters();
+      expect(after.liveRoots).toBe(before.liveRoots);
+      expect(after.rootsCreated - before.rootsCreated).toBe(after.rootsDestroyed - before.rootsDestroyed);
+      expect(Array.from(await view.toArray())).toEqual(Array.from(xs));
+      view.release();
+      x.dispose();
+      graph.dispose();
     });
 
     it('[G3-scoped-rejected] a refused scoped call leaves the borrowed views exactly as they were', async () => {

@@ -140,6 +140,26 @@ for (const pc of providerCases()) {
       graph.dispose();
     });
 
+    it('[G5-bind-failure-exact] a refused binding happens before any enqueue and leaves the group exactly as it was', async () => {
+      const { group, x, y } = await setup();
+      const target = pc.kind === 'webgpu' ? 'device' : 'host';
+      const before = provider.counters();
+      const slotsBefore = group.descriptors();
+      expectCode(() => group.prepareDispatch([{ slot: y, access: 'write' }, { slot: y, access: 'read' }], target as 'device'), 'EINVAL', 'overlap');
+      expectCode(() => group.prepareDispatch([{ slot: x, access: 'read' }, { slot: 42 as DescriptorSlot, access: 'write' }], target as 'device'), 'EINVAL', 'invalid-slot');
+      const after = provider.counters();
+      expect(group.descriptors()).toEqual(slotsBefore);
+      expect(after.dispatches).toBe(before.dispatches);
+      expect(after.liveRoots).toBe(before.liveRoots);
+      // still fully usable: borrow, write, submit
+      {
+        using m = group.viewMut<'f32'>(y);
+        await m.fill(7);
+      }
+      expect(group.prepareDispatch([{ slot: x, access: 'read' }, { slot: y, access: 'write' }], target as 'device')).toHaveLength(2);
+      group.dispose();
+    });
+
     it('[G5-retire-release-once] proven retirement hands everything back once; ending it destroys each root exactly once', async () => {
       const { group, graph } = await setup();
       const before = provider.counters();
@@ -182,3 +202,38 @@ for (const pc of providerCases()) {
     });
   });
 }
+
+describe('binding surface', () => {
+  it('[G5-bind-through-root] dispatch bindings are reached through the group alone: no provider, range or key is accepted', async () => {
+    const { createAllocationGroup: group } = await import('../../src/index.js');
+    const g = group();
+    // two parameters only: the requests and the target kind; everything else comes from the retained records
+    expect(g.prepareDispatch.length).toBe(2);
+    const host = (await providerCases()[0]!.make()) as HostProvider | WebGPUProvider;
+    const other = (await providerCases()[1]!.make()) as HostProvider | WebGPUProvider;
+    const a = g.insert(await fromArray(host, 'f32', Float32Array.from([1]))).descriptor;
+    const b = g.insert(await fromArray(other, 'f32', Float32Array.from([2]))).descriptor;
+    // one dispatch binds memory of one provider: mixing them is refused before anything
+    const target = host.kind === 'webgpu' ? 'device' : 'host';
+    expectCode(() => g.prepareDispatch([{ slot: a, access: 'read' }, { slot: b, access: 'write' }], target as 'device'), 'EINVAL', 'provider-mismatch');
+    g.dispose();
+    if (host.kind === 'webgpu') (host as WebGPUProvider).destroy();
+    if (other.kind === 'webgpu') (other as WebGPUProvider).destroy();
+  });
+
+  it('[G5-no-raw-escape] owners and views never return a GPUBuffer; only a prepared binding does, and only while held', async () => {
+    const c = providerCases().find((p) => p.kind === 'webgpu')!;
+    const gpu = (await c.make()) as WebGPUProvider;
+    const t = await fromArray(gpu, 'f32', Float32Array.from([1, 2]));
+    const isBuffer = (v: unknown): boolean => typeof GPUBuffer !== 'undefined' && v instanceof GPUBuffer;
+    const diag = t.diagnostics() as unknown as Record<string, unknown>;
+    expect(Object.values(diag).some(isBuffer)).toBe(false);
+    for (const name of ['shape', 'strides', 'layout', 'provider', 'dtype'] as const) expect(isBuffer(t[name])).toBe(false);
+    const p = t.prepareDevice();
+    expect(isBuffer(p.binding().buffer)).toBe(true);
+    p.release();
+    expectCode(() => p.binding(), 'ERELEASED');
+    t.dispose();
+    gpu.destroy();
+  });
+});

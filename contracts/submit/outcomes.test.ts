@@ -259,6 +259,31 @@ for (const pc of providerCases()) {
       expect(fresh.moved).toBe(false);
     });
 
+    it('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
+      if (pc.kind !== 'webgpu') {
+        expect(provider.counters().rootsRetainedForever).toBe(0);
+        return;
+      }
+      const lossy = (await pc.make()) as WebGPUProvider;
+      const rt = createRuntime(lossy);
+      const s = await setup(lossy);
+      const graph = graphFor(rt, s);
+      rt.faults.loseDeviceAt('after-enqueue');
+      const o = await (await rt.submit(graph, s.group)).wait();
+      expect(o.kind).toBe('completion-unproven');
+      const retained = lossy.counters();
+      expect(retained.rootsRetainedForever).toBe(3);
+      // the moved group cannot release them, graph disposal keeps the params buffer, time does not help
+      expectCode(() => s.group.dispose(), 'EMOVED');
+      graph.dispose();
+      await new Promise((r) => setTimeout(r, 20));
+      const later = lossy.counters();
+      expect(later.rootsDestroyed).toBe(retained.rootsDestroyed);
+      expect(later.resourcesDestroyed).toBe(retained.resourcesDestroyed);
+      expect(later.liveRoots).toBe(retained.liveRoots);
+      expect(rt.stats().retainedRecords).toBe(1);
+    });
+
     it('[G3-completion-proof] a loss before enqueue is a rejection with the inputs intact, never an outcome', async () => {
       if (pc.kind !== 'webgpu') {
         expect(provider.capabilities.scopedExecution).toBe(true);
