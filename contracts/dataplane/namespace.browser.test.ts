@@ -125,7 +125,7 @@ describe('open-file descriptions', () => {
     expect(await r.read(one)).toBe(1);
     await w.close();
     await r.close();
-  });
+  }, 10_000); // deadlock guard only: a cross-wired grant leaves some open waiting forever
 
   it('[O4] offset-moving reads on one description run in call order and move the offset by their counts', async () => {
     const { s } = await planeWithSession();

@@ -89,7 +89,7 @@ export function canaried(n: number, before = 16, after = 16): { all: Uint8Array;
 }
 
 /** Polls `check` on the event loop until it returns true (a deadlock guard, never a success oracle). */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, rounds = 2000): Promise<void> {
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, rounds = 1000): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 5));
