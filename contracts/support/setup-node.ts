@@ -1,7 +1,6 @@
 // Node lane setup: installs Dawn's WebGPU globals (GPUBufferUsage, GPUMapMode, ...) and publishes a GPU
-// entry point where the suites look for it. The Dawn instance is created lazily, on first use: measured
-// here with webgpu 0.6.2, a Dawn instance on the main thread makes GPU work inside a worker_threads
-// worker crash the whole process, so suites that run GPU jobs in pool workers must not create one.
+// entry point where the suites look for it. The Dawn instance is created lazily, on first use, so test
+// files that never touch the GPU (pool workers, pure logic) never load a device into their process.
 // Runs once per test file process (forks pool).
 import { create, globals } from 'webgpu';
 

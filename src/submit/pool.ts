@@ -35,9 +35,10 @@ export interface WorkerPoolOptions {
   /** Modules each worker imports for extra kernels (`export const kernels: Kernel[]`), as URLs. */
   readonly kernelModules?: readonly string[];
   /**
-   * Whether workers create their own WebGPU device (needed for `provider: 'webgpu'` jobs). In Node only
-   * worker 0 gets one: measured with webgpu 0.6.2, two Dawn instances in one process (two workers, or a
-   * worker and the main thread) crash the process as soon as one of them does GPU work.
+   * Whether workers create their own WebGPU device (needed for `provider: 'webgpu'` jobs). Browsers only:
+   * in Node, Dawn (webgpu 0.6.2) inside worker_threads crashed the process here (SIGSEGV or
+   * std::system_error) in about half of the runs under load, and always with a second Dawn instance in
+   * the process, so a Node pool refuses `gpu: true` with ENOTSUP; run GPU work on the main thread there.
    */
   readonly gpu?: boolean;
   /** Worker script; defaults to the bundled pool worker. Node needs the built JavaScript file. */
@@ -166,6 +167,9 @@ export class WorkerPool {
     const op = 'createWorkerPool';
     if (!(options?.provider instanceof HostProvider) || !options.provider.capabilities.sharedMemory) {
       throw new TenonError('EINVAL', 'a pool needs a host provider with shared memory', { op, reason: 'not-shared-memory' });
+    }
+    if (options.gpu === true && inNode) {
+      throw new TenonError('ENOTSUP', 'Node pool workers cannot host a WebGPU device reliably; use the main thread', { op, reason: 'worker-gpu-unsupported' });
     }
     const size = options.size ?? 2;
     if (!Number.isSafeInteger(size) || size < 1) throw new TenonError('EINVAL', 'size must be a positive integer', { op, reason: 'bad-size' });
@@ -312,8 +316,12 @@ export class WorkerPool {
     const lockName = !inNode && typeof navigator !== 'undefined' && navigator.locks !== undefined ? `tenon-pool:${id}` : undefined;
     let info: WorkerInfo;
     try {
-      const gpu = this.#options.gpu === true && (!inNode || index === 0);
-      info = await api.init({ workerId: id, ...(lockName !== undefined ? { lockName } : {}), kernelModules: [...(this.#options.kernelModules ?? [])], gpu });
+      info = await api.init({
+        workerId: id,
+        ...(lockName !== undefined ? { lockName } : {}),
+        kernelModules: [...(this.#options.kernelModules ?? [])],
+        gpu: this.#options.gpu === true,
+      });
     } catch (err) {
       kill();
       throw err;
