@@ -15,9 +15,11 @@ for (const name of argv) {
   const reportFile = `${dir}/${name}.json`;
   if (existsSync(reportFile)) {
     const report = JSON.parse(readFileSync(reportFile, 'utf8'));
-    const passed = report.numPassedTests ?? 0;
-    let failed = report.numFailedTests ?? 0;
-    const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+    // Playwright's JSON reporter (the e2e lane) counts in `stats`; vitest's in num*Tests.
+    const pw = report.numPassedTests === undefined ? report.stats : undefined;
+    const passed = pw ? (pw.expected ?? 0) + (pw.flaky ?? 0) : (report.numPassedTests ?? 0);
+    let failed = pw ? (pw.unexpected ?? 0) : (report.numFailedTests ?? 0);
+    const skipped = pw ? (pw.skipped ?? 0) : (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
     if (status !== 0 && failed === 0) failed = 1;
     rows.push({ name, passed, failed, skipped, note: status !== 0 ? `exit ${status}` : '' });
   } else {
