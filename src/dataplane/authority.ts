@@ -24,9 +24,8 @@ import { RING_DEFAULT_CAPACITY, RING_MAX_CAPACITY, RING_MIN_CAPACITY, RING_WORD 
 import { leakedCount } from './diagnostics.js';
 import { holdLock, lockName, planeFolder, randomToken, watchLock } from './opfs.js';
 import type { AuthorityMessage, ClientMessage, GrantWire, OkValue, OpenMessage } from './protocol.js';
-import type { AccessMode, Capability, DataPlaneFaults, DataPlaneStats, NodeInfo, ObjectKind, SessionAccess, SessionFaults } from './types.js';
+import type { AccessMode, Capability, DataPlaneFaults, DataPlaneStats, NodeInfo, ObjectKind, SessionAccess, DataPlaneSessionFaults } from './types.js';
 import { TenonError } from '../errors.js';
-import type { TenonErrorCode } from '../errors.js';
 
 /** How long createDataPlane waits for a previous authority of the same plane to let go (then EBUSY). */
 const AUTHORITY_LOCK_WAIT_MS = 3000;
@@ -60,7 +59,7 @@ interface SessionState {
   readonly id: string;
   readonly port: MessagePort;
   readonly access: ResolvedAccess;
-  readonly faults: SessionFaults;
+  readonly faults: DataPlaneSessionFaults;
   state: 'attaching' | 'running' | 'closed';
   readonly grants: Set<GrantState>;
   readonly waiters: Set<Waiter>;
@@ -862,4 +861,3 @@ export async function createDataPlane(options: DataPlaneOptions): Promise<DataPl
   }
 }
 
-export type { TenonErrorCode };

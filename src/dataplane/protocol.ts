@@ -2,7 +2,7 @@
 // Type-only. The authority answers every request id exactly once (A1) with grant+ready, ok, error or
 // cancelled; grants carry only control facts (file names, ring buffers, ids) and never payload bytes
 // (PF2, K8). Tokens are random and valid only for the session they were issued to (K1-K3).
-import type { AccessMode, Capability, NodeInfo, ObjectKind, SessionFaults } from './types.js';
+import type { AccessMode, Capability, NodeInfo, ObjectKind, DataPlaneSessionFaults } from './types.js';
 import type { TenonErrorCode } from '../errors.js';
 
 export interface OpenMessage {
@@ -74,7 +74,7 @@ export type AuthorityMessage =
       readonly runId: string;
       readonly read: readonly string[];
       readonly write: readonly string[];
-      readonly faults: SessionFaults;
+      readonly faults: DataPlaneSessionFaults;
       /** Lock the session holds while alive. */
       readonly sessionLock: string;
       /** Lock the authority holds while alive. */

@@ -48,11 +48,11 @@ export interface SessionAccess {
   readonly read: readonly string[];
   readonly write: readonly string[];
   /** Test-only fault seams applied inside the session's own context. */
-  readonly faults?: SessionFaults;
+  readonly faults?: DataPlaneSessionFaults;
 }
 
 /** Fault seams that act in the context that holds the session (never mocks of browser APIs). */
-export interface SessionFaults {
+export interface DataPlaneSessionFaults {
   /** Bytes this session may still write into OPFS staging; beyond it writes fail with ENOSPC. */
   readonly quotaBytes?: number;
 }
