@@ -3,12 +3,14 @@
 // Both lanes run the same guarantee suites; the provider list each lane exercises comes from
 // contracts/support/providers.ts. The Dawn environment (VK_ICD_FILENAMES, XDG_RUNTIME_DIR) is set by
 // scripts/lane.sh in the real process environment, because the native addon does not see test.env.
+import { searchForWorkspaceRoot } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scripts/chromium.config.js';
 
 export default defineConfig({
-  server: { headers: crossOriginIsolationHeaders },
+  // The browser lane reads the real model fixtures from ../shared/models (never copied into the repo).
+  server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(process.cwd()), '../shared/models'] } },
   // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite.
   optimizeDeps: { include: ['fast-check'] },
   test: {

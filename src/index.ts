@@ -3,3 +3,4 @@ export * from './errors.js';
 export * from './storage/index.js';
 export * from './submit/index.js';
 export * from './dataplane/index.js';
+export * from './session/index.js';
