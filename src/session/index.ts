@@ -1,6 +1,23 @@
 // Public face of the inference layer (DESIGN.md "src/session"). So far: the llama2.c checkpoint and
-// tokenizer parsers (validate everything before building anything).
+// tokenizer parsers (validate everything before building anything), model identity, and the host
+// reference forward pass that the op-library forward is checked against.
 export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './model-file.js';
 export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './model-file.js';
 export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from './tokenizer.js';
 export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from './tokenizer.js';
+export { modelIdentity, tokenizerIdentity } from './identity.js';
+export type { ModelIdentity } from './identity.js';
+export {
+  REFERENCE_MAX_CACHE_BYTES,
+  RMSNORM_EPS as REFERENCE_RMSNORM_EPS,
+  ROPE_BASE as REFERENCE_ROPE_BASE,
+  argmax as referenceArgmax,
+  createReferenceModel,
+  matvec as referenceMatvec,
+  referenceGreedy,
+  rmsnorm as referenceRmsnorm,
+  rope as referenceRope,
+  ropeFrequencies as referenceRopeFrequencies,
+  softmax as referenceSoftmax,
+} from './reference.js';
+export type { ReferenceForwardOptions, ReferenceModel, ReferenceOptions } from './reference.js';
