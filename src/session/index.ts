@@ -21,3 +21,22 @@ export {
   softmax as referenceSoftmax,
 } from './reference.js';
 export type { ReferenceForwardOptions, ReferenceModel, ReferenceOptions } from './reference.js';
+export { LlamaForward } from './llama.js';
+export type { LlamaForwardOptions, RunOptions, StepResult } from './llama.js';
+export { Sampler, argmaxOf } from './sampler.js';
+export type { SamplerOptions } from './sampler.js';
+export { PredictionLane, STEP_PHASES, StepError, TextSession } from './session.js';
+export type {
+  Checkpoint,
+  GenerateOptions,
+  GeneratedToken,
+  ObserveContext,
+  PhaseAgreement,
+  SessionFaults,
+  SessionObserver,
+  SessionReport,
+  StepOutcome,
+  StepPhase,
+  StepReport,
+  TextSessionOptions,
+} from './session.js';
