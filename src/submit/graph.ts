@@ -2,7 +2,7 @@
 //
 // Compile time (once): names and bindings are checked, static params are checked by each kernel, and on
 // WebGPU one pipeline per (kernel, constants) is created through the runtime's pipeline cache plus one
-// uniform buffer holding every dispatch's params at a fixed stride. Replay (per submission): the named
+// uniform buffer holding every dispatch's params, each at a 256-byte aligned offset. Replay (per submission): the named
 // slots are resolved in the submitted group, dispatch bindings are prepared (writes proven disjoint),
 // per-step params are packed into one host buffer that is uploaded with a single writeBuffer at
 // admission, cached bind groups are reused when the same memory is bound again, and all dispatches are
@@ -16,8 +16,11 @@ import type { AllocationGroup, DType, DescriptorSlot, DeviceBindingState, Dispat
 import type { BoundShape, Kernel } from './kernel.js';
 import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 
-/** Uniform params of every dispatch sit at multiples of this stride (>= minUniformBufferOffsetAlignment). */
-const UNIFORM_STRIDE = 256;
+/**
+ * Each dispatch's params start at a multiple of this (>= minUniformBufferOffsetAlignment on every
+ * adapter) and take as many multiples as their size needs (rope's frequency table is 544 bytes).
+ */
+const UNIFORM_ALIGN = 256;
 /** Bind groups kept per dispatch; older entries (memory no longer bound) are dropped. */
 const BIND_GROUP_CACHE = 4;
 
@@ -85,6 +88,8 @@ interface CompiledDispatch {
   readonly dynamic: boolean;
   readonly pipeline: GPUComputePipeline | undefined;
   readonly bindGroups: Map<string, GPUBindGroup>;
+  /** Byte offset of this dispatch's params in the graph's uniform buffer. */
+  readonly uniformOffset: number;
 }
 
 const isDynamic = <P>(params: DispatchSpec<P>['params']): params is (step: StepValues) => P => typeof params === 'function';
@@ -136,6 +141,7 @@ export class CompiledGraph implements Program {
     const gpu = provider instanceof WebGPUProvider ? provider : undefined;
     this.#gpu = gpu;
     const before = pipelines.created;
+    let uniformBytes = 0;
     if (!Array.isArray(spec.dispatches)) throw new TenonError('EINVAL', 'dispatches must be an array', { op, reason: 'bad-graph' });
     this.#dispatches = spec.dispatches.map((d, i) => {
       if (d === null || typeof d !== 'object' || d.kernel === undefined || !Array.isArray(d.bind)) {
@@ -147,22 +153,21 @@ export class CompiledGraph implements Program {
       const refs = d.bind.map(resolve);
       const dynamic = isDynamic(d.params);
       const kernel = d.kernel as Kernel<never>;
-      if (kernel.paramsBytes > UNIFORM_STRIDE) {
-        throw new TenonError('EINVAL', `${kernel.name} params exceed ${UNIFORM_STRIDE} bytes`, { op, reason: 'params-too-large' });
-      }
       if (!dynamic) kernel.check(refs.map(shapeOf), d.params as never);
       // Specialization constants are fixed at compile time: for per-step params they come from the params
       // of an empty step, so they must not depend on step values.
       const specializeWith = dynamic ? (d.params as (s: StepValues) => never)({}) : (d.params as never);
       const pipeline = gpu === undefined ? undefined : pipelines.get(gpu.device, kernel, kernel.constants?.(specializeWith) ?? {});
-      return { spec: d as DispatchSpec<never>, refs, dynamic, pipeline, bindGroups: new Map() };
+      const uniformOffset = uniformBytes;
+      uniformBytes += Math.max(1, Math.ceil(kernel.paramsBytes / UNIFORM_ALIGN)) * UNIFORM_ALIGN;
+      return { spec: d as DispatchSpec<never>, refs, dynamic, pipeline, bindGroups: new Map(), uniformOffset };
     });
     this.#pipelinesCreated = pipelines.created - before;
     if (!Array.isArray(spec.outputs)) throw new TenonError('EINVAL', 'outputs must be an array', { op, reason: 'bad-graph' });
     this.#outputs = spec.outputs.map(resolve);
     this.#outputNames = Object.freeze([...spec.outputs]);
     this.#inputs = Object.freeze({ ...(spec.inputs ?? {}) });
-    this.#staging = new ArrayBuffer(Math.max(1, this.#dispatches.length) * UNIFORM_STRIDE);
+    this.#staging = new ArrayBuffer(Math.max(UNIFORM_ALIGN, uniformBytes));
     this.#uniform = gpu?.createRuntimeBuffer(this.#staging.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, `${this.name}.params`);
   }
 
@@ -210,7 +215,7 @@ export class CompiledGraph implements Program {
     const encoded = plans.map(({ d, i, kernel, params, states }) => {
       const deviceStates = states as DeviceBindingState[];
       const bytes = kernel.params(params, deviceStates.map((s) => s.elementOffset));
-      staging.set(new Uint8Array(bytes), i * UNIFORM_STRIDE);
+      staging.set(new Uint8Array(bytes), d.uniformOffset);
       const pipeline = d.pipeline!;
       const key = deviceStates.map((s) => `${s.rootId}:${s.binding.offset}:${s.binding.size}`).join('|');
       let group = d.bindGroups.get(key);
@@ -220,7 +225,7 @@ export class CompiledGraph implements Program {
           label: `${this.name}[${i}] ${kernel.name}`,
           entries: [
             ...deviceStates.map((s, j) => ({ binding: j, resource: s.binding })),
-            { binding: deviceStates.length, resource: { buffer: this.#uniform!, offset: i * UNIFORM_STRIDE, size: bytes.byteLength } },
+            { binding: deviceStates.length, resource: { buffer: this.#uniform!, offset: d.uniformOffset, size: bytes.byteLength } },
           ],
         });
         this.#bindGroupsCreated++;
@@ -242,7 +247,7 @@ export class CompiledGraph implements Program {
         pass.end();
       },
       upload: (queue) => {
-        queue.writeBuffer(this.#uniform!, 0, this.#staging, 0, plans.length * UNIFORM_STRIDE);
+        queue.writeBuffer(this.#uniform!, 0, this.#staging);
         this.#inFlight++;
       },
     };
