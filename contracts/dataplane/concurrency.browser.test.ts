@@ -249,7 +249,8 @@ describe('faults', () => {
       const a = await spawnAgent(dp1);
       dp1.faults.crashAtPublish = when;
       await expectCodeAsync(() => a.agent.putBlob('/cr/x', tagged(128, 2)), 'EIO', 'authority-gone');
-      await expectCodeAsync(() => s1.stat('/cr/x'), 'EBADF');
+      await eventually(() => s1.state === 'closed', 'the page session notices the authority is gone'); // C8
+      await expectCodeAsync(() => s1.stat('/cr/x'), 'EBADF', 'session-closed');
       a.terminate();
       const dp2 = await createDataPlane({ name });
       onCleanup(() => dp2.close());
