@@ -2,11 +2,13 @@
 //
 // Compile time (once): names and bindings are checked, static params are checked by each kernel, and on
 // WebGPU one pipeline per (kernel, constants) is created through the runtime's pipeline cache plus one
-// uniform buffer holding every dispatch's params, each at a 256-byte aligned offset. Replay (per submission): the named
-// slots are resolved in the submitted group, dispatch bindings are prepared (writes proven disjoint),
-// per-step params are packed into one host buffer that is uploaded with a single writeBuffer at
-// admission, cached bind groups are reused when the same memory is bound again, and all dispatches are
-// recorded into one compute pass of one encoder. Nothing per replay depends on element counts.
+// uniform buffer holding every dispatch's params, each at a 256-byte aligned offset. Replay (per
+// submission): the named slots are resolved in the submitted group, dispatch bindings are prepared
+// (writes proven disjoint), per-step params are packed into one host buffer (static params only when the
+// bound element offsets changed) that is uploaded with a single writeBuffer at admission, cached bind
+// groups are reused when the same memory is bound again (an unchanged binding reuses its key without
+// building it), and all dispatches are recorded into one compute pass of one encoder. Nothing per replay
+// depends on element counts.
 // Ownership: the graph owns its uniform buffer (destroyed by dispose() once no submission of it is in
 // flight; retained forever if one of them ends completion-unproven) and its bind-group cache.
 // Thread: the runtime's.
@@ -14,6 +16,7 @@ import { TenonError } from '../errors.js';
 import { WebGPUProvider } from '../storage/index.js';
 import type { AllocationGroup, DType, DescriptorSlot, DeviceBindingState, DispatchBindingRequest, HostBindingState, Provider } from '../storage/index.js';
 import type { BoundShape, Kernel } from './kernel.js';
+import type { Workgroups } from './ops/types.js';
 import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 
 /**
@@ -85,11 +88,27 @@ type TensorRef = { readonly from: 'inputs'; readonly slot: DescriptorSlot; reado
 interface CompiledDispatch {
   readonly spec: DispatchSpec<never>;
   readonly refs: readonly TensorRef[];
+  /** The kernel's view of `refs` (fixed at compile: declared dtypes and shapes). */
+  readonly shapes: readonly BoundShape[];
+  /** Binding requests of the refs that name inputs, in ref order (slots and accesses fixed at compile). */
+  readonly inputRequests: readonly DispatchBindingRequest[];
+  /** True when every ref names an input (no fresh output): the input states are the states. */
+  readonly inputsOnly: boolean;
   readonly dynamic: boolean;
   readonly pipeline: GPUComputePipeline | undefined;
   readonly bindGroups: Map<string, GPUBindGroup>;
   /** Byte offset of this dispatch's params in the graph's uniform buffer. */
   readonly uniformOffset: number;
+  /**
+   * Replay caches (device graphs). Static params: the element offsets the staging bytes of this dispatch
+   * were last packed with (the staging region holds exactly those bytes while this is set), and the
+   * workgroup counts (fixed for fixed params on one device). Bind groups: the (root, offset, size)
+   * triples of the last bound memory and their cache key, so an unchanged binding skips building it.
+   */
+  packedOffsets: number[] | undefined;
+  workgroups: Workgroups | undefined;
+  lastBinding: number[] | undefined;
+  lastKey: string | undefined;
 }
 
 const isDynamic = <P>(params: DispatchSpec<P>['params']): params is (step: StepValues) => P => typeof params === 'function';
@@ -153,14 +172,33 @@ export class CompiledGraph implements Program {
       const refs = d.bind.map(resolve);
       const dynamic = isDynamic(d.params);
       const kernel = d.kernel as Kernel<never>;
-      if (!dynamic) kernel.check(refs.map(shapeOf), d.params as never);
+      const shapes = Object.freeze(refs.map(shapeOf));
+      if (!dynamic) kernel.check(shapes, d.params as never);
+      const inputRequests: DispatchBindingRequest[] = [];
+      refs.forEach((ref: TensorRef, j: number) => {
+        if (ref.from === 'inputs') inputRequests.push(Object.freeze({ slot: ref.slot, access: kernel.bindings[j]!.access === 'read' ? 'read' : 'write' }));
+      });
       // Specialization constants are fixed at compile time: for per-step params they come from the params
       // of an empty step, so they must not depend on step values.
       const specializeWith = dynamic ? (d.params as (s: StepValues) => never)({}) : (d.params as never);
       const pipeline = gpu === undefined ? undefined : pipelines.get(gpu.device, kernel, kernel.constants?.(specializeWith) ?? {});
       const uniformOffset = uniformBytes;
       uniformBytes += Math.max(1, Math.ceil(kernel.paramsBytes / UNIFORM_ALIGN)) * UNIFORM_ALIGN;
-      return { spec: d as DispatchSpec<never>, refs, dynamic, pipeline, bindGroups: new Map(), uniformOffset };
+      return {
+        spec: d as DispatchSpec<never>,
+        refs,
+        shapes,
+        inputRequests: Object.freeze(inputRequests),
+        inputsOnly: inputRequests.length === refs.length,
+        dynamic,
+        pipeline,
+        bindGroups: new Map(),
+        uniformOffset,
+        packedOffsets: undefined,
+        workgroups: undefined,
+        lastBinding: undefined,
+        lastKey: undefined,
+      };
     });
     this.#pipelinesCreated = pipelines.created - before;
     if (!Array.isArray(spec.outputs)) throw new TenonError('EINVAL', 'outputs must be an array', { op, reason: 'bad-graph' });
@@ -192,7 +230,7 @@ export class CompiledGraph implements Program {
       const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
       const states = this.#prepare(d, inputs, fresh, freshSlots, target, op);
       for (let j = 0; j < states.length; j++) checkDecl(states[j]!, d.refs[j]!, op);
-      if (d.dynamic) kernel.check(d.refs.map(shapeOf), params);
+      if (d.dynamic) kernel.check(d.shapes, params);
       return { d, i, kernel, params, states };
     });
 
@@ -214,10 +252,20 @@ export class CompiledGraph implements Program {
     const device = gpu.device;
     const encoded = plans.map(({ d, i, kernel, params, states }) => {
       const deviceStates = states as DeviceBindingState[];
-      const bytes = kernel.params(params, deviceStates.map((s) => s.elementOffset));
-      staging.set(new Uint8Array(bytes), d.uniformOffset);
+      // Per-step params are packed every replay; static ones only when the bound element offsets changed.
+      if (d.dynamic || !sameOffsets(d.packedOffsets, deviceStates)) {
+        const offsets = deviceStates.map((s) => s.elementOffset);
+        staging.set(new Uint8Array(kernel.params(params, offsets)), d.uniformOffset);
+        d.packedOffsets = d.dynamic ? undefined : offsets;
+      }
       const pipeline = d.pipeline!;
-      const key = deviceStates.map((s) => `${s.rootId}:${s.binding.offset}:${s.binding.size}`).join('|');
+      // The key string is built only when the bound memory differs from the last replay's.
+      let key = d.lastKey;
+      if (key === undefined || !sameBinding(d.lastBinding, deviceStates)) {
+        key = deviceStates.map((s) => `${s.rootId}:${s.binding.offset}:${s.binding.size}`).join('|');
+        d.lastKey = key;
+        d.lastBinding = deviceStates.flatMap((s) => [s.rootId, s.binding.offset ?? 0, s.binding.size ?? -1]);
+      }
       let group = d.bindGroups.get(key);
       if (group === undefined) {
         group = device.createBindGroup({
@@ -225,14 +273,19 @@ export class CompiledGraph implements Program {
           label: `${this.name}[${i}] ${kernel.name}`,
           entries: [
             ...deviceStates.map((s, j) => ({ binding: j, resource: s.binding })),
-            { binding: deviceStates.length, resource: { buffer: this.#uniform!, offset: d.uniformOffset, size: bytes.byteLength } },
+            { binding: deviceStates.length, resource: { buffer: this.#uniform!, offset: d.uniformOffset, size: kernel.paramsBytes } },
           ],
         });
         this.#bindGroupsCreated++;
         d.bindGroups.set(key, group);
         if (d.bindGroups.size > BIND_GROUP_CACHE) d.bindGroups.delete(d.bindGroups.keys().next().value!);
       }
-      return { pipeline, group, workgroups: kernel.workgroups(params, device.limits) };
+      let workgroups = d.workgroups;
+      if (workgroups === undefined) {
+        workgroups = kernel.workgroups(params, device.limits);
+        if (!d.dynamic) d.workgroups = workgroups;
+      }
+      return { pipeline, group, workgroups };
     });
     return {
       dispatches: plans.length,
@@ -276,7 +329,7 @@ export class CompiledGraph implements Program {
         }
       });
       const params = d.dynamic ? (d.spec.params as (s: StepValues) => never)(step) : (d.spec.params as never);
-      if (d.dynamic) kernel.check(d.refs.map(shapeOf), params);
+      if (d.dynamic) kernel.check(d.shapes, params);
       return { kernel, params, names: d.spec.bind };
     });
     return { dispatches, inputs: this.#inputs, outputs: this.#outputNames };
@@ -312,21 +365,36 @@ export class CompiledGraph implements Program {
     target: 'device' | 'host',
     op: string,
   ): (DeviceBindingState | HostBindingState)[] {
-    const fromInputs: DispatchBindingRequest[] = [];
+    const a = inputs.prepareDispatch(d.inputRequests, target as 'device') as (DeviceBindingState | HostBindingState)[];
+    if (d.inputsOnly) return a;
     const fromFresh: DispatchBindingRequest[] = [];
     d.refs.forEach((ref, j) => {
-      const access = d.spec.kernel.bindings[j]!.access === 'read' ? 'read' : 'write';
-      if (ref.from === 'inputs') fromInputs.push({ slot: ref.slot, access });
-      else fromFresh.push({ slot: freshSlots[ref.index]!, access });
+      if (ref.from === 'fresh') fromFresh.push({ slot: freshSlots[ref.index]!, access: d.spec.kernel.bindings[j]!.access === 'read' ? 'read' : 'write' });
     });
-    const a = inputs.prepareDispatch(fromInputs, target as 'device') as (DeviceBindingState | HostBindingState)[];
-    const b = fromFresh.length === 0 ? [] : (fresh.prepareDispatch(fromFresh, target as 'device') as (DeviceBindingState | HostBindingState)[]);
+    const b = fresh.prepareDispatch(fromFresh, target as 'device') as (DeviceBindingState | HostBindingState)[];
     let ia = 0;
     let ib = 0;
     const states = d.refs.map((ref) => (ref.from === 'inputs' ? a[ia++]! : b[ib++]!));
     void op;
     return states;
   }
+}
+
+/** True when `packed` holds exactly the element offsets of `states`. */
+function sameOffsets(packed: readonly number[] | undefined, states: readonly DeviceBindingState[]): boolean {
+  if (packed === undefined || packed.length !== states.length) return false;
+  for (let j = 0; j < states.length; j++) if (packed[j] !== states[j]!.elementOffset) return false;
+  return true;
+}
+
+/** True when `last` holds exactly the (root, offset, size) triples of `states` (same memory bound). */
+function sameBinding(last: readonly number[] | undefined, states: readonly DeviceBindingState[]): boolean {
+  if (last === undefined || last.length !== states.length * 3) return false;
+  for (let j = 0; j < states.length; j++) {
+    const s = states[j]!;
+    if (last[3 * j] !== s.rootId || last[3 * j + 1] !== (s.binding.offset ?? 0) || last[3 * j + 2] !== (s.binding.size ?? -1)) return false;
+  }
+  return true;
 }
 
 function checkDecl(state: DeviceBindingState | HostBindingState, ref: TensorRef, op: string): void {
