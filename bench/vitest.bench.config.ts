@@ -1,10 +1,12 @@
 // Benchmarks run as plain vitest files in Node (they measure, print a table and write JSON under
-// bench/results/; they assert nothing about time). Kept apart from the test lanes' config.
+// bench/results/; they assert nothing about time). Kept apart from the test lanes' config. Browser
+// benchmarks (*.browser.bench.ts) run under bench/vitest.browser-bench.config.ts instead.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['bench/**/*.bench.ts'],
+    exclude: ['bench/**/*.browser.bench.ts', '**/node_modules/**'],
     environment: 'node',
     pool: 'forks',
     testTimeout: 600_000,

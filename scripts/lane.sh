@@ -2,6 +2,9 @@
 # Runs one test lane or benchmark with the project's environment:
 #   node | browser          vitest project of that name (JSON report in $TENON_REPORT_DIR/<lane>.json)
 #   bench-storage           the storage benchmark (bench/storage.bench.ts)
+#   bench-submit            the execution-layer benchmark: its Chromium part (bench/submit.browser.bench.ts)
+#                           then its Node part (bench/submit.bench.ts), which merges both into
+#                           bench/results/submit.json and prints the ratio table
 # Extra arguments go to vitest (e.g. a file filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +25,12 @@ case "$lane" in
     ;;
   bench-storage)
     exec npx vitest run --config bench/vitest.bench.config.ts bench/storage.bench.ts "$@"
+    ;;
+  bench-submit)
+    # The browser part leaves its records for the Node part; a stale file from an earlier run never merges.
+    rm -f bench/results/submit.chromium.json
+    npx vitest run --config bench/vitest.browser-bench.config.ts bench/submit.browser.bench.ts "$@" || exit 1
+    exec npx vitest run --config bench/vitest.bench.config.ts bench/submit.bench.ts "$@"
     ;;
   *)
     echo "unknown lane: $lane" >&2
