@@ -1,6 +1,7 @@
-// Builds the pool worker for Node (worker_threads cannot run TypeScript): dist/workers/pool.worker.js,
-// plus the suites' kernel module dist/workers/test-kernels.js. Dependencies (comlink, webgpu) stay
-// external and resolve from node_modules at run time. Browsers load the TypeScript worker through Vite.
+// Node builds (Node 20 cannot run TypeScript): the pool worker dist/workers/pool.worker.js, the `tenon`
+// CLI dist/workers/tenon.js, and the suites' kernel module dist/workers/test-kernels.js. Dependencies
+// (comlink, webgpu) stay external and resolve from node_modules at run time. Browsers load the
+// TypeScript worker through Vite.
 import { defineConfig } from 'vite';
 
 export default defineConfig({
@@ -14,6 +15,7 @@ export default defineConfig({
     rollupOptions: {
       input: {
         'pool.worker': 'workers/pool.worker.ts',
+        tenon: 'src/cli/bin.ts',
         'test-kernels': 'contracts/support/kernels/index.ts',
       },
       output: { format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js' },

@@ -19,7 +19,7 @@ case "$lane" in
   node|browser)
     rm -f "$reports/$lane.json"
     # Node worker_threads cannot run TypeScript: the pool worker is built first (about half a second).
-    if [ "$lane" = node ]; then npx vite build --config vite.workers.config.ts --logLevel error >/dev/null || exit 1; fi
+    if [ "$lane" = node ]; then npx vite build --config vite.node.config.ts --logLevel error >/dev/null || exit 1; fi
     exec npx vitest run --project "$lane" --reporter=default --reporter=json \
       --outputFile.json="$reports/$lane.json" "$@"
     ;;

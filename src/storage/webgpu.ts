@@ -63,15 +63,21 @@ export class WebGPUProvider extends ProviderCore {
   /** Resolves when the device is lost for any reason (including `destroy()`). */
   readonly lost: Promise<DeviceLoss>;
   readonly faults: WebGPUFaults;
+  /**
+   * The GPU entry point and adapter the device came from, held for the provider's life: with Dawn in Node
+   * (webgpu 0.6.2) the process aborts if the entry object is garbage-collected while its device works.
+   */
+  readonly #origin: { readonly gpu: GPU; readonly adapter: GPUAdapter } | undefined;
   #loss: DeviceLoss | undefined;
   /** Set synchronously when our own code destroys the device, before `lost` can report it. */
   #destroyRequested = false;
   #loseDuringMap = false;
 
-  constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo) {
+  constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo, origin?: { gpu: GPU; adapter: GPUAdapter }) {
     super('webgpu');
     this.device = device;
     this.adapterInfo = adapterInfo;
+    this.#origin = origin;
     const limits = device.limits;
     this.capabilities = Object.freeze({
       kind: 'webgpu',
@@ -309,5 +315,5 @@ export async function createWebGPUProvider(options: WebGPUProviderOptions = {}):
   const descriptor: GPUDeviceDescriptor = { requiredLimits };
   if (options.label !== undefined) descriptor.label = options.label;
   const device = await adapter.requestDevice(descriptor);
-  return new WebGPUProvider(device, adapter.info);
+  return new WebGPUProvider(device, adapter.info, { gpu, adapter });
 }

@@ -35,10 +35,9 @@ export interface WorkerPoolOptions {
   /** Modules each worker imports for extra kernels (`export const kernels: Kernel[]`), as URLs. */
   readonly kernelModules?: readonly string[];
   /**
-   * Whether workers create their own WebGPU device (needed for `provider: 'webgpu'` jobs). Browsers only:
-   * in Node, Dawn (webgpu 0.6.2) inside worker_threads crashed the process here (SIGSEGV or
-   * std::system_error) in about half of the runs under load, and always with a second Dawn instance in
-   * the process, so a Node pool refuses `gpu: true` with ENOTSUP; run GPU work on the main thread there.
+   * Whether workers create their own WebGPU device (needed for `provider: 'webgpu'` jobs). In Node each
+   * worker_threads worker gets its own Dawn instance; terminating one mid-GPU-work can abort the process
+   * (TOOLCHAIN.md), so Node pools are ended with close(), which lets workers finish and exit by themselves.
    */
   readonly gpu?: boolean;
   /** Worker script; defaults to the bundled pool worker. Node needs the built JavaScript file. */
@@ -167,9 +166,6 @@ export class WorkerPool {
     const op = 'createWorkerPool';
     if (!(options?.provider instanceof HostProvider) || !options.provider.capabilities.sharedMemory) {
       throw new TenonError('EINVAL', 'a pool needs a host provider with shared memory', { op, reason: 'not-shared-memory' });
-    }
-    if (options.gpu === true && inNode) {
-      throw new TenonError('ENOTSUP', 'Node pool workers cannot host a WebGPU device reliably; use the main thread', { op, reason: 'worker-gpu-unsupported' });
     }
     const size = options.size ?? 2;
     if (!Number.isSafeInteger(size) || size < 1) throw new TenonError('EINVAL', 'size must be a positive integer', { op, reason: 'bad-size' });

@@ -73,14 +73,20 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  */
 const macrotasks: (() => void)[] = [];
 let channel: MessageChannel | undefined;
+/** Node: the port keeps the process alive exactly while a macrotask is pending (browsers lack ref/unref). */
+type RefPort = MessagePort & { ref?: () => void; unref?: () => void };
 function nextMacrotask(): Promise<void> {
   if (channel === undefined) {
-    channel = new MessageChannel();
-    channel.port1.onmessage = () => macrotasks.shift()?.();
-    // Node: the port must not keep the process alive on its own.
-    (channel.port1 as unknown as { unref?: () => void }).unref?.();
+    const created = new MessageChannel();
+    channel = created;
+    created.port1.onmessage = () => {
+      macrotasks.shift()?.();
+      if (macrotasks.length === 0) (created.port1 as RefPort).unref?.();
+    };
   }
+  const port = channel.port1 as RefPort;
   return new Promise((resolve) => {
+    if (macrotasks.length === 0) port.ref?.();
     macrotasks.push(resolve);
     channel!.port2.postMessage(null);
   });
