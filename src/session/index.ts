@@ -26,10 +26,14 @@ export type { LlamaForwardOptions, RunOptions, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
 export type { SamplerOptions } from './sampler.js';
 export { PredictionLane, STEP_PHASES, StepError, TextSession } from './session.js';
+export { PROMPT_CACHE_FORMAT, PROMPT_CACHE_MAGIC, PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
+export type { PromptCacheExpectation, PromptCacheManifest } from './prompt-cache.js';
 export type {
   Checkpoint,
   GenerateOptions,
   GeneratedToken,
+  LoadPromptCacheOptions,
+  SavePromptCacheOptions,
   ObserveContext,
   PhaseAgreement,
   SessionFaults,

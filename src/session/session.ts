@@ -13,7 +13,13 @@
 // Prediction lanes write rows past the committed length only; exchange commits a prefix of them, abandon
 // zeroes them. Thread: the runtime's.
 import { TenonError, isTenonError } from '../errors.js';
+import { readBlob, writeBlob } from '../dataplane/index.js';
+import type { Session as PlaneSession } from '../dataplane/index.js';
 import type { Runtime } from '../submit/index.js';
+import { modelIdentity } from './identity.js';
+import type { ModelIdentity } from './identity.js';
+import { PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
+import type { PromptCacheManifest } from './prompt-cache.js';
 import { LlamaForward } from './llama.js';
 import type { LlamaForwardOptions, StepResult } from './llama.js';
 import type { LlamaModelFile } from './model-file.js';
@@ -121,10 +127,34 @@ export interface TextSessionOptions extends LlamaForwardOptions {
 /** Named fault seam: makes the next step fail at the chosen phase through the production rollback path. */
 export interface SessionFaults {
   failNextStepAt(phase: StepPhase): void;
+  /** Makes the next prompt-cache save fail right after its blob was published (exercises the rollback). */
+  failNextCacheSaveAfterPublish(): void;
+}
+
+export interface SavePromptCacheOptions {
+  /** Positions to save (default: the whole committed history). */
+  readonly length?: number;
+}
+
+export interface LoadPromptCacheOptions {
+  /** The prompt the cache is for: the cache's prefix must be a prefix of it (or equal). */
+  readonly prompt?: readonly number[];
 }
 
 const DEFAULT_MAX_TOKENS = 64;
 const BOS = 1;
+
+/** Publishes `bytes` as the next revision of the blob at `path` (staged invisibly, then one atomic commit). */
+async function publish(store: PlaneSession, path: string, bytes: Uint8Array): Promise<void> {
+  const writer = await writeBlob(store, path, bytes.byteLength);
+  try {
+    await writer.write(bytes);
+    await writer.seal();
+  } catch (err) {
+    await writer.abort().catch(() => undefined);
+    throw err;
+  }
+}
 
 export class TextSession {
   readonly tokenizer: Tokenizer;
@@ -141,6 +171,8 @@ export class TextSession {
   #lane: PredictionLane | undefined;
   #failAt: StepPhase | undefined;
   readonly #speculation = { passes: 0, drafted: 0, accepted: 0 };
+  #identity: Promise<ModelIdentity> | undefined;
+  #failCacheAfterPublish = false;
 
   private constructor(forward: LlamaForward, options: TextSessionOptions) {
     this.#forward = forward;
@@ -152,6 +184,9 @@ export class TextSession {
       failNextStepAt: (phase: StepPhase) => {
         if (!STEP_PHASES.includes(phase)) throw new TenonError('EINVAL', `unknown phase ${String(phase)}`, { op: 'session.faults', reason: 'bad-phase' });
         this.#failAt = phase;
+      },
+      failNextCacheSaveAfterPublish: () => {
+        this.#failCacheAfterPublish = true;
       },
     });
   }
@@ -229,6 +264,90 @@ export class TextSession {
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** The model and tokenizer identity prompt caches are bound to (SHA-256, computed once). */
+  identity(): Promise<ModelIdentity> {
+    this.#identity ??= modelIdentity(this.#model, this.tokenizer);
+    return this.#identity;
+  }
+
+  /**
+   * Saves the committed state of the first `length` positions as one blob at `path` of a data plane.
+   * Transactional: the new blob is staged and checked while invisible, then published (the plane's atomic
+   * commit point) and read back; if anything fails after publication, the previous revision's bytes are
+   * published again, so readers see the old cache (as a new revision with identical content). The
+   * session itself is never changed by a save.
+   */
+  async savePromptCache(store: PlaneSession, path: string, options: SavePromptCacheOptions = {}): Promise<PromptCacheManifest> {
+    const op = 'session.savePromptCache';
+    this.#usable(op);
+    const length = options.length ?? this.length;
+    if (!Number.isSafeInteger(length) || length < 1 || length > this.length) {
+      throw new TenonError('EINVAL', 'length must be within the committed history', { op, reason: 'bad-length' });
+    }
+    const id = await this.identity();
+    const c = this.#model.config;
+    const manifest: PromptCacheManifest = {
+      schema: PROMPT_CACHE_SCHEMA,
+      modelId: id.modelId,
+      tokenizerId: id.tokenizerId,
+      layout: { layers: c.nLayers, kvDim: c.kvDim, dtype: 'f32', order: 'layer-k-v' },
+      tokens: this.#tokens.slice(0, length),
+      epoch: this.#epoch,
+      lastOutcome: this.#lastOutcome ?? null,
+    };
+    const bytes = await encodePromptCache(manifest, await this.exportState(length));
+    // Prepare: keep the previous revision's bytes so a failure after publication can restore them.
+    const previous = await readBlob(store, path).catch((err: unknown) => {
+      if (isTenonError(err, 'ENOENT')) return undefined;
+      throw err;
+    });
+    await publish(store, path, bytes);
+    try {
+      if (this.#failCacheAfterPublish) {
+        this.#failCacheAfterPublish = false;
+        throw new TenonError('EIO', 'injected failure after publication', { op, reason: 'injected' });
+      }
+      const back = await readBlob(store, path);
+      if (back.byteLength !== bytes.byteLength || !back.every((b, i) => b === bytes[i])) {
+        throw new TenonError('EIO', 'published cache does not read back identically', { op, reason: 'verify-failed' });
+      }
+    } catch (err) {
+      if (previous !== undefined) await publish(store, path, previous);
+      throw err;
+    }
+    return manifest;
+  }
+
+  /**
+   * Loads a prompt cache saved by this model and tokenizer: validates digest, manifest, identity, layout,
+   * sizes and (with `prompt`) that its prefix starts the prompt, all before touching the session. On
+   * success the session's history is the cache's prefix, its epoch continues after the cache's, and its
+   * last outcome is the cache's. Any refusal leaves the session exactly as it was.
+   */
+  async loadPromptCache(store: PlaneSession, path: string, options: LoadPromptCacheOptions = {}): Promise<PromptCacheManifest> {
+    const op = 'session.loadPromptCache';
+    this.#usable(op);
+    const bytes = await readBlob(store, path);
+    const id = await this.identity();
+    const c = this.#model.config;
+    const { manifest, kv } = await decodePromptCache(bytes, {
+      modelId: id.modelId,
+      tokenizerId: id.tokenizerId,
+      layers: c.nLayers,
+      kvDim: c.kvDim,
+      maxSeq: this.maxSeq,
+    });
+    if (manifest.tokens.some((t) => t >= c.vocabSize)) throw new TenonError('EINVAL', 'prefix holds ids outside the vocabulary', { op, reason: 'manifest' });
+    const prompt = options.prompt;
+    if (prompt !== undefined && (manifest.tokens.length > prompt.length || manifest.tokens.some((t, i) => prompt[i] !== t))) {
+      throw new TenonError('EINVAL', 'the cache prefix does not start this prompt', { op, reason: 'prefix-mismatch' });
+    }
+    await this.importState(manifest.tokens, kv);
+    this.#epoch = Math.max(this.#epoch, manifest.epoch);
+    this.#lastOutcome = manifest.lastOutcome ?? undefined;
+    return manifest;
   }
 
   /** Prompt-lookup speculation so far: verification passes, draft tokens proposed and accepted. */
