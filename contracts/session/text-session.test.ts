@@ -248,6 +248,26 @@ for (const pc of providerCases()) {
       s.dispose();
     });
 
+    it.skipIf(pc.kind !== 'webgpu')('[TS-txn-indeterminate-fence] a device lost mid-step makes the outcome indeterminate and fences the session', async () => {
+      const lossy = (await pc.make()) as WebGPUProvider;
+      const rt = createRuntime(lossy);
+      const s = await TextSession.create({ runtime: rt, model, tokenizer, maxSeq: MAX_SEQ, maxBatch: 16 });
+      await s.prefill(PROMPT);
+      expect(s.lastOutcome).toBe('committed');
+      rt.faults.loseDeviceAt('after-enqueue');
+      const err = (await expectCodeAsync(() => s.decode(GREEDY[0]!), 'ENODEV', 'execute-failed')) as StepError;
+      expect(err.outcome).toBe('indeterminate');
+      expect(s.lastOutcome).toBe('indeterminate');
+      // nothing else runs on a state whose last step may or may not have happened
+      await expectCodeAsync(() => s.decode(GREEDY[0]!), 'ENODEV', 'state-lost');
+      expectCode(() => s.checkpoint(), 'ENODEV', 'state-lost');
+      await expectCodeAsync(() => s.rollback({ length: 0, epoch: 0 }), 'ENODEV', 'state-lost');
+      await expectCodeAsync(() => s.reset(), 'ENODEV', 'state-lost');
+      expect(s.length).toBe(PROMPT.length);
+      // the memory of the lost step is retained, never freed
+      expect(lossy.counters().rootsRetainedForever).toBeGreaterThan(0);
+    });
+
     it('[TS-construct-no-partial] a session that cannot be built leaves nothing allocated', async () => {
       const before = provider.counters();
       const small = parseTokenizer(tokBytes!, 512);
