@@ -58,10 +58,12 @@ const restoreNow = () => {
     restore = undefined;
   }
 };
-process.on('SIGINT', () => {
-  restoreNow();
-  process.exit(130);
-});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    restoreNow();
+    process.exit(130);
+  });
+}
 process.on('exit', () => {
   restoreNow();
   rmSync(scratch, { recursive: true, force: true });
@@ -72,8 +74,17 @@ const selected = list.mutants.filter((m) => !only || only.includes(m.id));
 
 // Control: the suites must pass on the unmutated tree, or a "kill" would mean nothing.
 const laneOf = (m) => m.lane ?? 'node';
+/** A suite run longer than this is stopped; for a mutant that counts as killed (it broke the suite), noted. */
+const RUN_LIMIT_MS = 5 * 60 * 1000;
 const runLane = (lane, tests) =>
-  spawnSync('bash', ['scripts/lane.sh', lane, ...tests], { cwd: root, encoding: 'utf8', env: laneEnv, maxBuffer: 64 * 1024 * 1024 });
+  spawnSync('bash', ['scripts/lane.sh', lane, ...tests], {
+    cwd: root,
+    encoding: 'utf8',
+    env: laneEnv,
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: RUN_LIMIT_MS,
+    killSignal: 'SIGKILL',
+  });
 const suites = [...new Set(selected.flatMap((m) => m.tests))];
 const failedControl = [...new Set(selected.map(laneOf))]
   .map((lane) => runLane(lane, [...new Set(selected.filter((m) => laneOf(m) === lane).flatMap((m) => m.tests))]))
@@ -103,8 +114,9 @@ for (const m of selected) {
   restoreNow();
   const seconds = ((Date.now() - t0) / 1000).toFixed(1);
   const killed = run.status !== 0;
-  results.push({ id: m.id, guarantees: m.guarantees, verdict: killed ? 'killed' : 'survived', seconds });
-  if (!json) console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id.padEnd(34)} ${seconds}s  (${m.guarantees.join(', ')})`);
+  const timedOut = run.error !== undefined && /ETIMEDOUT/.test(String(run.error.code ?? run.error));
+  results.push({ id: m.id, guarantees: m.guarantees, verdict: killed ? 'killed' : 'survived', seconds, ...(timedOut ? { note: 'timeout' } : {}) });
+  if (!json) console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id.padEnd(34)} ${seconds}s  (${m.guarantees.join(', ')})${timedOut ? ' [suite hung: stopped]' : ''}`);
 }
 
 const killed = results.filter((r) => r.verdict === 'killed').length;
