@@ -95,7 +95,7 @@ for (const pc of providerCases()) {
       fast.dispose();
     });
 
-    it('[TS-txn-rollback][TS-txn-phase] a failure injected in each phase restores every KV byte and names the phase', async () => {
+    it('[TS-txn-rollback][TS-txn-phase][TS-txn-checkpoint-first] a failure injected in each phase restores every KV byte and names the phase', async () => {
       const s = await session();
       await s.prefill(PROMPT);
       for (const phase of STEP_PHASES) {
@@ -162,7 +162,7 @@ for (const pc of providerCases()) {
       s.dispose();
     });
 
-    it('[TS-agree-single-rank][TS-agree-before-publish] every phase passes the agreement seam; a refusal rolls back', async () => {
+    it('[TS-agree-single-rank][TS-agree-before-publish][TS-txn-aborted] every phase passes the agreement seam; a refusal rolls back', async () => {
       const calls: string[] = [];
       let refuse: string | undefined;
       const s = await session({ agreement: { agree: (epoch, phase) => (calls.push(`${epoch}:${phase}`), phase !== refuse) } });
@@ -232,7 +232,7 @@ for (const pc of providerCases()) {
       plain.dispose();
     });
 
-    it('[TS-lane-recover] abandoning a lane (or a failed lane pass) leaves the canonical state bit-identical', async () => {
+    it('[TS-lane-recover][TS-lane-operation] abandoning a lane (or a failed lane pass) leaves the canonical state bit-identical', async () => {
       const s = await session();
       await s.prefill(PROMPT);
       const before = await snapshot(s);
@@ -248,7 +248,7 @@ for (const pc of providerCases()) {
       s.dispose();
     });
 
-    it.skipIf(pc.kind !== 'webgpu')('[TS-txn-indeterminate-fence] a device lost mid-step makes the outcome indeterminate and fences the session', async () => {
+    it.skipIf(pc.kind !== 'webgpu')('[TS-txn-indeterminate-fence][TS-txn-publish-after-complete] a device lost mid-step makes the outcome indeterminate and fences the session', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const s = await TextSession.create({ runtime: rt, model, tokenizer, maxSeq: MAX_SEQ, maxBatch: 16 });

@@ -1,0 +1,65 @@
+// Plan: what TextSession.create checks before a session exists, on every provider of the lane. A model
+// and tokenizer that disagree, impossible cache or batch sizes, and architectures the kernels cannot run
+// are refused with coded errors and leave no memory behind; a built session's state has exactly the
+// selected layout (all zero) and its prompt-cache identity is the model identity.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TextSession, createRuntime, modelIdentity, parseLlamaModel, parseTokenizer } from '../../src/index.js';
+import type { HostProvider, LlamaModelFile, Runtime, Tokenizer, WebGPUProvider } from '../../src/index.js';
+import { expectCodeAsync } from '../support/expect-error.js';
+import { readModelFixture } from '../support/models.js';
+import { providerCases } from '../support/providers.js';
+import { STORIES260K, buildV0 } from './llama-files.js';
+
+const modelBytes = await readModelFixture('stories260K.bin');
+const tokBytes = await readModelFixture('tok512.bin');
+const absent = modelBytes === undefined || tokBytes === undefined;
+
+for (const pc of providerCases()) {
+  describe.skipIf(absent)(`session construction on ${pc.name}`, () => {
+    let provider: HostProvider | WebGPUProvider;
+    let runtime: Runtime;
+    let model: LlamaModelFile;
+    let tokenizer: Tokenizer;
+    beforeAll(async () => {
+      provider = await pc.make();
+      runtime = createRuntime(provider);
+      model = parseLlamaModel(modelBytes!);
+      tokenizer = parseTokenizer(tokBytes!, model.config.vocabSize);
+    });
+    afterAll(() => {
+      if (provider.kind === 'webgpu') (provider as WebGPUProvider).destroy();
+    });
+
+    it('[TS-construct-validate] a tokenizer of another vocabulary and impossible sizes are refused before anything is allocated', async () => {
+      const before = provider.counters();
+      const bigger = parseLlamaModel(buildV0({ ...STORIES260K, vocabSize: 600, nLayers: 1, seqLen: 32 }));
+      await expectCodeAsync(() => TextSession.create({ runtime, model: bigger, tokenizer }), 'EINVAL', 'vocab-mismatch');
+      await expectCodeAsync(() => TextSession.create({ runtime, model, tokenizer, maxSeq: 0 }), 'EINVAL', 'bad-max-seq');
+      await expectCodeAsync(() => TextSession.create({ runtime, model, tokenizer, maxSeq: 8, maxBatch: 0 }), 'EINVAL', 'bad-max-batch');
+      await expectCodeAsync(() => TextSession.create({ runtime, model, tokenizer, maxSeq: 8, maxBatch: 1.5 }), 'EINVAL', 'bad-max-batch');
+      const after = provider.counters();
+      expect(after.rootsCreated).toBe(before.rootsCreated);
+      expect(after.liveBytes).toBe(before.liveBytes);
+    });
+
+    it('[TS-construct-state-layout] a new session\'s state is exactly the selected layout: 2 x layers x maxSeq x kvDim zeros', async () => {
+      const maxSeq = 24;
+      const s = await TextSession.create({ runtime, model, tokenizer, maxSeq, maxBatch: 8 });
+      const c = model.config;
+      const state = await s.exportState(maxSeq);
+      expect(state.length).toBe(2 * c.nLayers * maxSeq * c.kvDim);
+      expect(state.every((v) => v === 0)).toBe(true);
+      expect(s.report().stateBytes).toBe(state.byteLength);
+      expect(s.maxSeq).toBe(maxSeq);
+      s.dispose();
+    });
+
+    it('[TS-construct-cache-identity] the session\'s prompt-cache identity is the model identity of its model and tokenizer', async () => {
+      const s = await TextSession.create({ runtime, model, tokenizer, maxSeq: 8 });
+      const expected = await modelIdentity(model, tokenizer);
+      expect(await s.identity()).toEqual(expected);
+      expect(await s.identity()).toBe(await s.identity()); // computed once
+      s.dispose();
+    });
+  });
+}
