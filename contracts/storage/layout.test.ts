@@ -21,6 +21,7 @@ import type { AnyTypedArray, DType, HostProvider, Tensor, WebGPUProvider } from 
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
+import { offsetsOf, rowMajor } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
 
@@ -64,32 +65,6 @@ interface LayoutCase {
   readonly offsets: number[];
   /** Smallest `first` that keeps the lowest reach in span (-sum of negative reaches). */
   readonly minFirst: number;
-}
-
-function rowMajor(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let acc = 1;
-  for (let d = shape.length - 1; d >= 0; d--) {
-    strides[d] = acc;
-    acc *= Math.max(shape[d]!, 1);
-  }
-  return strides;
-}
-
-function offsetsOf(shape: readonly number[], strides: readonly number[], first: number): number[] {
-  const size = shape.reduce((a, b) => a * b, 1);
-  const out: number[] = [];
-  const idx = new Array<number>(shape.length).fill(0);
-  for (let k = 0; k < size; k++) {
-    let at = first;
-    for (let d = 0; d < shape.length; d++) at += idx[d]! * strides[d]!;
-    out.push(at);
-    for (let d = shape.length - 1; d >= 0; d--) {
-      if (++idx[d]! < shape[d]!) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
 }
 
 function isContiguousRef(c: LayoutCase): boolean {

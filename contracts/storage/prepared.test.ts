@@ -40,6 +40,7 @@ import type {
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
+import { offsetsOf, rowMajor } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
 
@@ -62,32 +63,6 @@ interface LayoutCase {
   readonly backing: number;
   /** Backing element indices in row-major logical order. */
   readonly offsets: number[];
-}
-
-function rowMajor(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let acc = 1;
-  for (let d = shape.length - 1; d >= 0; d--) {
-    strides[d] = acc;
-    acc *= Math.max(shape[d]!, 1);
-  }
-  return strides;
-}
-
-function offsetsOf(shape: readonly number[], strides: readonly number[], first: number): number[] {
-  const size = shape.reduce((a, b) => a * b, 1);
-  const out: number[] = [];
-  const idx = new Array<number>(shape.length).fill(0);
-  for (let k = 0; k < size; k++) {
-    let at = first;
-    for (let d = 0; d < shape.length; d++) at += idx[d]! * strides[d]!;
-    out.push(at);
-    for (let d = shape.length - 1; d >= 0; d--) {
-      if (++idx[d]! < shape[d]!) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
 }
 
 function caseOf(dtype: DType, shape: number[], strides: number[], first: number, backing: number): LayoutCase {
