@@ -4,3 +4,4 @@ export * from './storage/index.js';
 export * from './submit/index.js';
 export * from './dataplane/index.js';
 export * from './session/index.js';
+export { setWorkerBaseUrl, workerBaseUrl } from './worker-base.js';

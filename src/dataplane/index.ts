@@ -15,3 +15,4 @@ export { RING_DEFAULT_CAPACITY, RING_MIN_CAPACITY, RING_MAX_CAPACITY } from './r
 export type * from './types.js';
 export { exposeDataPlaneAgent, wrapDataPlaneAgent, patternByte, fillPattern } from './agent.js';
 export type { DataPlaneAgent, AgentOpenOptions, AgentIoOptions, PumpOptions, DrainOptions, DrainResult } from './agent-protocol.js';
+export { startDataPlaneWorker } from './worker-entry.js';

@@ -24,6 +24,7 @@ import type { JobResult, PoolGraphSpec, PoolJob, PoolProviderKind, PoolWorkerApi
 import { resolveParams } from './pool-worker.js';
 import type { OutputRef, StepValues } from './program.js';
 import { builtinKernels } from './builtin-kernels.js';
+import { nodePoolWorkerUrl, startPoolWorker } from './pool-entry.js';
 
 export interface WorkerPoolOptions {
   /** Host provider with shared memory: inputs must live on it, fresh outputs are allocated on it. */
@@ -115,7 +116,7 @@ async function spawn(url: string | URL | undefined): Promise<{ api: Comlink.Remo
   if (inNode) {
     const { Worker } = await import('node:worker_threads');
     const { default: nodeEndpoint } = await import('comlink/dist/esm/node-adapter.mjs');
-    const worker = new Worker(url ?? new URL('../../dist/workers/pool.worker.js', import.meta.url));
+    const worker = new Worker(url ?? nodePoolWorkerUrl());
     const deaths: (() => void)[] = [];
     worker.on('exit', () => deaths.splice(0).forEach((cb) => cb()));
     worker.on('error', () => void worker.terminate());
@@ -125,8 +126,7 @@ async function spawn(url: string | URL | undefined): Promise<{ api: Comlink.Remo
       onDeath: (cb) => deaths.push(cb),
     };
   }
-  const worker =
-    url === undefined ? new Worker(new URL('../../workers/pool.worker.ts', import.meta.url), { type: 'module' }) : new Worker(url, { type: 'module' });
+  const worker = url === undefined ? startPoolWorker() : new Worker(url, { type: 'module' });
   const deaths: (() => void)[] = [];
   worker.addEventListener('error', () => {
     worker.terminate();
