@@ -2,33 +2,24 @@
 // and tokenizer that disagree, impossible cache or batch sizes, and architectures the kernels cannot run
 // are refused with coded errors and leave no memory behind; a built session's state has exactly the
 // selected layout (all zero) and its prompt-cache identity is the model identity.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TextSession, createRuntime, modelIdentity, parseLlamaModel, parseTokenizer } from '../../src/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TextSession, modelIdentity, parseLlamaModel } from '../../src/index.js';
 import type { HostProvider, LlamaModelFile, Runtime, Tokenizer, WebGPUProvider } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
-import { readModelFixture } from '../support/models.js';
+import { stories260K, useSessionFixture } from '../support/session-fixture.js';
 import { providerCases } from '../support/providers.js';
 import { STORIES260K, buildV0 } from './llama-files.js';
 
-const modelBytes = await readModelFixture('stories260K.bin');
-const tokBytes = await readModelFixture('tok512.bin');
-const absent = modelBytes === undefined || tokBytes === undefined;
+const bytes = await stories260K();
 
 for (const pc of providerCases()) {
-  describe.skipIf(absent)(`session construction on ${pc.name}`, () => {
+  describe.skipIf(bytes.absent)(`session construction on ${pc.name}`, () => {
+    const fx = useSessionFixture(pc, bytes);
     let provider: HostProvider | WebGPUProvider;
     let runtime: Runtime;
     let model: LlamaModelFile;
     let tokenizer: Tokenizer;
-    beforeAll(async () => {
-      provider = await pc.make();
-      runtime = createRuntime(provider);
-      model = parseLlamaModel(modelBytes!);
-      tokenizer = parseTokenizer(tokBytes!, model.config.vocabSize);
-    });
-    afterAll(() => {
-      if (provider.kind === 'webgpu') (provider as WebGPUProvider).destroy();
-    });
+    beforeAll(() => void ({ provider, runtime, model, tokenizer } = fx));
 
     it('[TS-construct-validate] a tokenizer of another vocabulary and impossible sizes are refused before anything is allocated', async () => {
       const before = provider.counters();

@@ -3,35 +3,28 @@
 // a fresh prefill; every kind of mismatch or corruption is refused with its code before the session is
 // touched (its tokens and every KV byte stay identical); a save that fails after publication republishes
 // the previous revision's bytes; longest-prefix reuse only prefills what the cache does not cover.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TextSession, createRuntime, encodePromptCache, parseLlamaModel, parseTokenizer, readBlob, writeBlob } from '../../src/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TextSession, encodePromptCache, parseLlamaModel, parseTokenizer, readBlob, writeBlob } from '../../src/index.js';
 import type { HostProvider, LlamaModelFile, Runtime, Session, Tokenizer, WebGPUProvider } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
-import { readModelFixture } from '../support/models.js';
+import { stories260K, useSessionFixture } from '../support/session-fixture.js';
 import { providerCases } from '../support/providers.js';
 import { planeWithSession } from '../dataplane/support/plane.js';
 
 const PROMPT = [1, 403, 407, 261, 378];
 const MAX_SEQ = 64;
-const modelBytes = await readModelFixture('stories260K.bin');
-const tokBytes = await readModelFixture('tok512.bin');
-const absent = modelBytes === undefined || tokBytes === undefined;
+const bytes = await stories260K();
+const modelBytes = bytes.model;
+const tokBytes = bytes.tokenizer;
 
 for (const pc of providerCases()) {
-  describe.skipIf(absent)(`prompt caches on ${pc.name}`, () => {
+  describe.skipIf(bytes.absent)(`prompt caches on ${pc.name}`, () => {
+    const fx = useSessionFixture(pc, bytes);
     let provider: HostProvider | WebGPUProvider;
     let runtime: Runtime;
     let model: LlamaModelFile;
     let tokenizer: Tokenizer;
-    beforeAll(async () => {
-      provider = await pc.make();
-      runtime = createRuntime(provider);
-      model = parseLlamaModel(modelBytes!);
-      tokenizer = parseTokenizer(tokBytes!, model.config.vocabSize);
-    });
-    afterAll(() => {
-      if (provider.kind === 'webgpu') (provider as WebGPUProvider).destroy();
-    });
+    beforeAll(() => void ({ provider, runtime, model, tokenizer } = fx));
 
     const session = (m: LlamaModelFile = model, t: Tokenizer = tokenizer) => TextSession.create({ runtime, model: m, tokenizer: t, maxSeq: MAX_SEQ, maxBatch: 16 });
     const snapshot = async (s: TextSession) => ({ tokens: s.tokens, epoch: s.epoch, kv: Array.from(await s.exportState(MAX_SEQ)) });

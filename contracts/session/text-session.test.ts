@@ -4,37 +4,29 @@
 // KV byte (the whole cache, not only the committed rows) bit-identical and names the phase; observers can
 // intervene; checkpoints roll back exactly; lanes commit or abandon rows past the committed length; a
 // device lost mid-step makes the outcome indeterminate and fences the session.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRuntime, parseLlamaModel, parseTokenizer, TextSession } from '../../src/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, parseTokenizer, TextSession } from '../../src/index.js';
 import type { HostProvider, LlamaModelFile, Runtime, StepError, Tokenizer, WebGPUProvider } from '../../src/index.js';
 import { STEP_PHASES } from '../../src/session/index.js';
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
-import { readModelFixture } from '../support/models.js';
+import { stories260K, useSessionFixture } from '../support/session-fixture.js';
 import { providerCases } from '../support/providers.js';
 
 const PROMPT = [1, 403, 407, 261, 378];
 const GREEDY = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
 const MAX_SEQ = 96;
 
-const modelBytes = await readModelFixture('stories260K.bin');
-const tokBytes = await readModelFixture('tok512.bin');
-const absent = modelBytes === undefined || tokBytes === undefined;
+const bytes = await stories260K();
+const tokBytes = bytes.tokenizer;
 
 for (const pc of providerCases()) {
-  describe.skipIf(absent)(`TextSession on ${pc.name}`, () => {
+  describe.skipIf(bytes.absent)(`TextSession on ${pc.name}`, () => {
+    const fx = useSessionFixture(pc, bytes);
     let provider: HostProvider | WebGPUProvider;
     let runtime: Runtime;
     let model: LlamaModelFile;
     let tokenizer: Tokenizer;
-    beforeAll(async () => {
-      provider = await pc.make();
-      runtime = createRuntime(provider);
-      model = parseLlamaModel(modelBytes!);
-      tokenizer = parseTokenizer(tokBytes!, model.config.vocabSize);
-    });
-    afterAll(() => {
-      if (provider.kind === 'webgpu') (provider as WebGPUProvider).destroy();
-    });
+    beforeAll(() => void ({ provider, runtime, model, tokenizer } = fx));
 
     const session = (extra: Partial<Parameters<typeof TextSession.create>[0]> = {}) =>
       TextSession.create({ runtime, model, tokenizer, maxSeq: MAX_SEQ, maxBatch: 16, ...extra });
