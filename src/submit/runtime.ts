@@ -389,12 +389,12 @@ export class Runtime {
   }
 
   async #retireDevice(provider: WebGPUProvider, record: RetirementRecord, validation: Promise<GPUError | null>, oom: Promise<GPUError | null>): Promise<Outcome> {
-    await provider.device.queue.onSubmittedWorkDone();
+    // The error scopes settle with the queue; waiting for all three together saves a round of polling.
+    const [, v, o] = await Promise.all([provider.device.queue.onSubmittedWorkDone(), validation.catch(() => null), oom.catch(() => null)]);
     await nextMacrotask();
     if (provider.lossObserved) {
       return this.#unproven(record, provider.loss?.reason ?? 'destroyed');
     }
-    const [v, o] = await Promise.all([validation.catch(() => null), oom.catch(() => null)]);
     if (v !== null || o !== null) {
       const cause = new TenonError(o !== null ? 'ENOMEM' : 'EINVAL', (o ?? v)!.message, {
         op: 'runtime.retire',
