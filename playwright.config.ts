@@ -11,6 +11,7 @@ const reports = process.env['TENON_REPORT_DIR'] ?? '.vitest-reports';
 export default defineConfig({
   testDir: 'e2e',
   testMatch: '**/*.spec.ts',
+  globalSetup: './e2e/global-setup.ts',
   timeout: 60_000,
   workers: 1,
   reporter: [['list'], ['json', { outputFile: `${reports}/e2e.json` }]],

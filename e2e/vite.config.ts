@@ -1,7 +1,10 @@
 // Dev server for the e2e lane: serves the repository root (so e2e pages import src/ and workers/
-// directly) cross-origin isolated, as every tenon page must be (TOOLCHAIN.md).
+// directly) cross-origin isolated, as every tenon page must be (TOOLCHAIN.md). Built files are served
+// as they ship, untransformed: /static/<path> is <repository>/<path> byte for byte (dist/, examples/),
+// and /models/ is the real model fixtures in ../shared/models (never copied into the repository).
 import { defineConfig } from 'vite';
 import { crossOriginIsolationHeaders } from '../scripts/chromium.config.js';
+import { staticFiles } from '../scripts/static-files.js';
 
 export const E2E_PORT = 5199;
 
@@ -10,4 +13,5 @@ export default defineConfig({
   server: { host: '127.0.0.1', port: E2E_PORT, strictPort: true, headers: crossOriginIsolationHeaders },
   optimizeDeps: { include: ['comlink', 'idb-keyval'] },
   logLevel: 'error',
+  plugins: [staticFiles([{ prefix: '/static/', dir: '.' }, { prefix: '/models/', dir: '../shared/models' }])],
 });

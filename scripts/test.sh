@@ -3,7 +3,8 @@
 #   1. install what is missing (system packages, npm packages)
 #   2. type check   3. guarantee ledger (contracts checker + its self-test)
 #   4. node lane (host + WebGPU via Dawn)   5. browser lane (Chromium: WebGPU, OPFS, SAB, workers)
-#   5b. e2e lane (@playwright/test: whole pages, e.g. a reload in the middle of a publication)
+#   5b. build (scripts/build.sh: the bundles, workers, types, Node builds and demo that ship)
+#   5c. e2e lane (@playwright/test: the built bundles, the packed package, the demo, whole-page faults)
 #   6. mutants: every designated bad implementation (contracts/mutants.json) must fail its suites
 # Every step runs even if an earlier one failed; scripts/summary.mjs then prints one line totalling
 # every lane, `tenon: N passed, M failed[, K skipped]`, and sets the exit status.
@@ -32,7 +33,8 @@ step contracts node scripts/contracts.mjs
 step contracts-selftest node scripts/contracts.selftest.mjs
 step node bash scripts/lane.sh node
 step browser bash scripts/lane.sh browser
-step e2e npx playwright test
+step build bash scripts/build.sh
+TENON_BUILT=1 step e2e npx playwright test
 step mutants node scripts/mutants.mjs --report "$TENON_REPORT_DIR/mutants.json"
 echo
-node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node browser e2e mutants
+node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node browser build e2e mutants

@@ -16,3 +16,5 @@ export type * from './types.js';
 export { exposeDataPlaneAgent, wrapDataPlaneAgent, patternByte, fillPattern } from './agent.js';
 export type { DataPlaneAgent, AgentOpenOptions, AgentIoOptions, PumpOptions, DrainOptions, DrainResult } from './agent-protocol.js';
 export { startDataPlaneWorker } from './worker-entry.js';
+export { startDataPlaneAgent } from './agent-worker.js';
+export type { DataPlaneAgentWorker } from './agent-worker.js';
