@@ -5,6 +5,9 @@
 #   bench-submit            the execution-layer benchmark: its Chromium part (bench/submit.browser.bench.ts)
 #                           then its Node part (bench/submit.bench.ts), which merges both into
 #                           bench/results/submit.json and prints the ratio table
+#   bench-session           the inference-session benchmark: its Chromium part (bench/session.browser.bench.ts)
+#                           then its Node part (bench/session.bench.ts), which merges both into
+#                           bench/results/session.json and prints the ratio table
 # Extra arguments go to vitest (e.g. a file filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +34,12 @@ case "$lane" in
     rm -f bench/results/submit.chromium.json
     npx vitest run --config bench/vitest.browser-bench.config.ts bench/submit.browser.bench.ts "$@" || exit 1
     exec npx vitest run --config bench/vitest.bench.config.ts bench/submit.bench.ts "$@"
+    ;;
+  bench-session)
+    # As bench-submit: the browser part's records merge only from this run.
+    rm -f bench/results/session.chromium.json
+    npx vitest run --config bench/vitest.session-browser.config.ts "$@" || exit 1
+    exec npx vitest run --config bench/vitest.bench.config.ts bench/session.bench.ts "$@"
     ;;
   *)
     echo "unknown lane: $lane" >&2

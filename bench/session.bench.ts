@@ -1,0 +1,87 @@
+// Inference-session benchmark, Node part (issue 5, acceptance point 6), and the report of the whole run.
+// With stories260K + tok512 (../shared/models), on the host provider and on WebGPU through Dawn:
+//   1 greedy decode tokens/s, host vs Dawn;
+//   3 speculative (prompt lookup) vs plain greedy generation on a repetitive prompt, identical outputs;
+//   4 checkpoint and rollback of 4 tokens at 16 and at 400 committed tokens.
+// Point 2 (time to first token with a prompt cache) needs the data plane (OPFS), so it runs only in the
+// Chromium part (bench/session.browser.bench.ts), which runs first in the same `npm run bench:session`
+// and leaves its records in bench/results/session.chromium.json; this file merges them, prints one ratio
+// table and writes bench/results/session.json. It measures and reports; it asserts nothing about time.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { it } from 'vitest';
+import { create, globals } from 'webgpu';
+import { createHostProvider, createWebGPUProvider } from '../src/index.js';
+import { readModelFixture } from '../contracts/support/models.js';
+import { adapterSummary } from './submit/adapter.js';
+import { CACHE_GEOMETRIES, SETTINGS, decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase, zeroingCase } from './session/cases.js';
+import type { SessionRecord } from './session/cases.js';
+import type { SessionBrowserPart } from './session/part.js';
+
+const CHROMIUM_PART = 'bench/results/session.chromium.json';
+
+/**
+ * Dawn's entry point stays reachable for the whole run: when the object `create([])` returned is
+ * garbage-collected while its device is in use, the process aborts (measured with webgpu 0.6.2; see
+ * bench/submit.bench.ts).
+ */
+let dawn: GPU | undefined;
+
+it('inference session: decode, speculative, checkpoint/rollback on host and Dawn; report', async () => {
+  const loadAtStart = os.loadavg();
+  const modelBytes = await readModelFixture('stories260K.bin');
+  const tokBytes = await readModelFixture('tok512.bin');
+  if (modelBytes === undefined || tokBytes === undefined) throw new Error('the session benchmark needs ../shared/models/stories260K.bin and tok512.bin');
+  Object.assign(globalThis, globals);
+  dawn ??= create([]);
+  const gpuProvider = await createWebGPUProvider({ gpu: dawn });
+  const uncaptured: string[] = [];
+  gpuProvider.device.onuncapturederror = (e) => uncaptured.push(e.error.message);
+  const host = makeTarget('node', 'host', createHostProvider(), modelBytes, tokBytes);
+  const gpu = makeTarget('node', 'webgpu-dawn', gpuProvider, modelBytes, tokBytes);
+
+  const records: SessionRecord[] = [];
+  records.push(await decodeCase(host, gpu));
+  for (const t of [host, gpu]) records.push(await speculativeCase(t));
+  for (const t of [host, gpu]) records.push(...(await rollbackCase(t)));
+  records.push(...(await zeroingCase(gpuProvider, 'node', 'webgpu-dawn')));
+  if (uncaptured.length > 0) throw new Error(`uncaptured WebGPU errors during the run: ${uncaptured.slice(0, 3).join(' | ')}`);
+  const dawnAdapter = adapterSummary(gpuProvider.adapterInfo, gpuProvider.device);
+  gpuProvider.destroy();
+
+  // The Chromium part of this run, if it ran (scripts/lane.sh bench-session removes it first).
+  let chromium: SessionBrowserPart | { missing: string } = { missing: `${CHROMIUM_PART} not found: run npm run bench:session for the browser part` };
+  if (existsSync(CHROMIUM_PART)) {
+    const part = JSON.parse(readFileSync(CHROMIUM_PART, 'utf8')) as SessionBrowserPart;
+    chromium = part;
+    records.push(...part.records);
+  }
+  const laneOrder = ['node', 'chromium'];
+  records.sort((x, y) => x.point - y.point || laneOrder.indexOf(x.lane) - laneOrder.indexOf(y.lane));
+
+  console.log(`\n${formatTable('tenon inference session (stories260K; cand/base = candidate / baseline median time, below 1: the candidate is faster)', records)}`);
+  const result = {
+    benchmark: 'session',
+    date: new Date().toISOString(),
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: process.platform,
+      // Other processes share these cores: a load above the core count makes every figure noisier.
+      loadAverage: { atStart: loadAtStart, atEnd: os.loadavg() },
+    },
+    model: { file: 'stories260K.bin', tokenizer: 'tok512.bin', config: host.model.config },
+    settings: { ...SETTINGS, zeroingGeometries: CACHE_GEOMETRIES },
+    note:
+      'ratio = candidate median time / baseline median time (below 1: the candidate is faster). Sides of a case run interleaved in one process (Node) or one page (Chromium), their order rotating each round; untimed setup (reset, prefill, the step to roll back) precedes every timed call. Point 2 runs only in Chromium: prompt caches live on the data plane (OPFS).',
+    adapters: { 'node-dawn': dawnAdapter, chromium: 'adapter' in chromium ? chromium.adapter : chromium },
+    browser: 'browser' in chromium ? chromium.browser : undefined,
+    cases: records,
+  };
+  mkdirSync('bench/results', { recursive: true });
+  const file = 'bench/results/session.json';
+  writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+  console.log(`\nwrote ${file}`);
+});
