@@ -84,6 +84,26 @@ for (const pc of providerCases()) {
       expect(provider.ledgerSince(mark)).toEqual([]);
     });
 
+    it('[G7-ledger-copy] a ranged fill writes only its elements: one transfer of exactly those bytes on a device, nothing on host', async () => {
+      const t = await fromArray(provider, 'f32', Float32Array.from({ length: 12 }, (_, i) => i + 1));
+      const mark = provider.ledgerMark();
+      const before = provider.counters();
+      await t.fillRange(0, 3, 7);
+      expect(multiset(provider.ledgerSince(mark))).toEqual(gpu ? ['copy:transfer:16'] : []);
+      expect(provider.counters().maps).toBe(before.maps); // no download
+      expect(Array.from(await t.toArray())).toEqual([1, 2, 3, 0, 0, 0, 0, 8, 9, 10, 11, 12]);
+      // refusals change nothing
+      const strided = t.intoLayout({ shape: [6], strides: [2] });
+      await expect(strided.fillRange(1, 0, 2)).rejects.toMatchObject({ code: 'EINVAL', reason: 'not-contiguous' });
+      const flat = strided.intoLayout({ shape: [12] });
+      await expect(flat.fillRange(1, 5, 13)).rejects.toMatchObject({ code: 'EINVAL', reason: 'bad-range' });
+      await expect(flat.fillRange(1, 4, 3)).rejects.toMatchObject({ code: 'EINVAL', reason: 'bad-range' });
+      expect(Array.from(await flat.toArray())).toEqual([1, 2, 3, 0, 0, 0, 0, 8, 9, 10, 11, 12]);
+      await flat.fillRange(5, 11, 12);
+      expect((await flat.toArray())[11]).toBe(5);
+      flat.dispose();
+    });
+
     it('[G7-ledger-copy] host transfers are ledgered exactly where bytes cross the host/device boundary', async () => {
       const mark = provider.ledgerMark();
       const t = await fromArray(provider, 'f32', Float32Array.from([1, 2, 3, 4]));

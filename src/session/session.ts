@@ -418,7 +418,8 @@ export class TextSession {
         const slots = this.#forward.cacheSlots(l);
         for (const slot of [slots.k, slots.v]) {
           using m = group.viewMut<'f32'>(slot);
-          using p = await m.prepareHostMut();
+          // Every byte is overwritten (the rows, then zeros), so nothing needs to be downloaded first.
+          using p = await m.prepareHostMut({ discard: true });
           if (p.kind !== 'contiguous') throw new TenonError('EIO', 'cache is not contiguous', { op });
           const rows = p.asArray();
           rows.fill(0);
@@ -621,7 +622,7 @@ export class TextSession {
     });
   }
 
-  /** Restores the invariant that rows from..to-1 of every cache are zero. */
+  /** Restores the invariant that rows from..to-1 of every cache are zero (writes only those rows). */
   async #zeroRows(from: number, to: number): Promise<void> {
     if (to <= from) return;
     const width = this.#model.config.kvDim;
@@ -630,8 +631,7 @@ export class TextSession {
       const slots = this.#forward.cacheSlots(l);
       for (const slot of [slots.k, slots.v]) {
         using m = group.viewMut<'f32'>(slot);
-        using p = await m.prepareHostMut();
-        if (p.kind === 'contiguous') p.asArray().fill(0, from * width, to * width);
+        await m.fillRange(0, from * width, to * width);
       }
     }
   }

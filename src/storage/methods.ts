@@ -24,7 +24,7 @@ export const READ_GETTERS = [
 export const READ_METHODS = ['view', 'prepareHost', 'prepareDevice', 'toArray', 'duplicate', 'diagnostics'] as const;
 
 /** Mutating methods implemented on TensorViewMut. */
-export const MUTATION_METHODS = ['viewMut', 'prepareHostMut', 'prepareDeviceMut', 'write', 'fill'] as const;
+export const MUTATION_METHODS = ['viewMut', 'prepareHostMut', 'prepareDeviceMut', 'write', 'fill', 'fillRange'] as const;
 
 /** Consuming methods: owners only. */
 export const CONSUMING_METHODS = ['dispose', 'split', 'intoLayout'] as const;

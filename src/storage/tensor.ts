@@ -125,6 +125,11 @@ export interface TensorWriteApi<D extends DType> {
   write(src: ArrayOf<D>): Promise<void>;
   /** Sets every element to `value`. */
   fill(value: number): Promise<void>;
+  /**
+   * Sets elements [start, end) (row-major, contiguous layouts only) to `value`, touching only those bytes:
+   * no download, one upload of end - start elements on WebGPU.
+   */
+  fillRange(value: number, start: number, end: number): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -374,6 +379,29 @@ export class TensorViewMut<D extends DType = DType> implements TensorWriteApi<D>
       return;
     }
     for (const c = prepared.cursor(); !c.done; c.advance()) c.array[c.index] = value;
+  }
+
+  async fillRange(value: number, start: number, end: number): Promise<void> {
+    const op = 'viewMut.fillRange';
+    const target = this.#target;
+    this.#node.checkWrite(op);
+    const { layout } = target;
+    if (typeof value !== 'number') throw new TenonError('EINVAL', 'fill value must be a number', { op, reason: 'bad-value' });
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start || end > layout.size) {
+      throw new TenonError('EINVAL', `range [${start}, ${end}) is not within ${layout.size} elements`, { op, reason: 'bad-range' });
+    }
+    if (layout.kind !== 'contiguous') throw new TenonError('EINVAL', 'ranged fill needs a contiguous layout', { op, reason: 'not-contiguous' });
+    if (start === end) return;
+    const item = dtypeSize(layout.dtype);
+    const values = newArray(layout.dtype, end - start);
+    values.fill(value);
+    const token = this.#node.lendExclusive(op);
+    try {
+      const provider = providerOf(target).resolve();
+      await provider.writeBytes(target.claim.root, rootRange(target).start + start * item, new Uint8Array(values.buffer), op);
+    } finally {
+      token.release(op);
+    }
   }
 
   /** Ends this exclusive borrow. */
