@@ -44,3 +44,5 @@ export type {
   StepReport,
   TextSessionOptions,
 } from './session.js';
+export { MODEL_CACHE_DIRECTORY, cacheModelSource, findCachedModelSource, modelSourcePath, readModelSource } from './model-source.js';
+export type { CacheModelSourceOptions, CachedModelSource, ModelSource, ModelSourceProgress } from './model-source.js';
