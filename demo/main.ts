@@ -289,6 +289,7 @@ async function generate(): Promise<void> {
   const opened = new AbortController();
   const t0 = performance.now();
   let settled = false;
+  let workerGone: WireError | undefined;
   const call = w.call('generate', args).finally(() => {
     settled = true;
   });
@@ -323,15 +324,21 @@ async function generate(): Promise<void> {
       }
     }
     await reader.close();
-  })();
-  const [callResult, readResult] = await Promise.allSettled([call, reading]);
+  })().catch((err: unknown) => {
+    // The stream broke while the worker had not answered: the worker is gone (terminated or crashed).
+    // Its call will never be answered, so fail it now.
+    if (!settled) {
+      workerGone = wireOf(err);
+      w.fail(workerGone);
+    }
+    throw err;
+  });
+  const [callResult] = await Promise.allSettled([call, reading]);
   const tokensPerSecond = firstAt !== undefined && lastAt !== undefined && lastAt > firstAt ? ((ids.length - 1) * 1000) / (lastAt - firstAt) : undefined;
   const firstTokenMs = firstAt === undefined ? undefined : firstAt - t0;
 
-  if (readResult.status === 'rejected' && !settled) {
-    // The stream broke while the worker never answered: the worker is gone (terminated or crashed).
-    const cause = wireOf(readResult.reason);
-    w.fail(cause);
+  if (workerGone !== undefined) {
+    const cause = workerGone;
     demo.lastRun = { ids, text, firstTokenMs, tokensPerSecond, error: cause };
     await recover(`The generation worker stopped in the middle of the stream (${describe(cause)}) after ${ids.length} tokens.`);
     return;
