@@ -21,3 +21,8 @@ export const crossOriginIsolationHeaders = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
+
+// The hardware lane (npm run test:hardware) wants the machine's real GPU: the same flags plus those that
+// let headless Chromium use a GPU it would otherwise skip (blocklist, Vulkan). Which adapter it got is
+// checked, never assumed: the lane fails on a fallback adapter (e2e/hardware-gate.ts).
+export const hardwareChromiumArgs = [...chromiumArgs, '--ignore-gpu-blocklist', '--enable-features=Vulkan', '--use-angle=vulkan'];
