@@ -337,6 +337,9 @@ async function generate(): Promise<void> {
   const tokensPerSecond = firstAt !== undefined && lastAt !== undefined && lastAt > firstAt ? ((ids.length - 1) * 1000) / (lastAt - firstAt) : undefined;
   const firstTokenMs = firstAt === undefined ? undefined : firstAt - t0;
 
+  if (workerGone !== undefined || callResult.status === 'rejected') {
+    for (const id of ['ttft', 'tps', 'cache-effect', 'spec-effect']) $(id).textContent = '–';
+  }
   if (workerGone !== undefined) {
     const cause = workerGone;
     demo.lastRun = { ids, text, firstTokenMs, tokensPerSecond, error: cause };

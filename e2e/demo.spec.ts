@@ -2,7 +2,8 @@
 // on the stories260K fixture served locally (/models/ = ../shared/models; never the public URLs, no
 // network). Each test starts from an empty browser profile (fresh OPFS and IndexedDB).
 //   - greedy generation reproduces llama2.c's known continuation (ids and text), on WebGPU; the page shows
-//     time to first token and tokens/s; a screenshot after generation is kept (test-results/);
+//     time to first token and tokens/s; screenshots after generation and after a device loss are kept
+//     (test-results/demo-after-generation.png, test-results/demo-device-lost.png);
 //   - speculative decoding gives exactly the greedy ids and shows how many drafts were accepted;
 //   - a reload loads the weights from OPFS (no request for them at all) and hits the prompt cache saved
 //     by the first visit;
@@ -16,6 +17,9 @@
 import { expect, test } from '@playwright/test';
 import type { BrowserContext, Page } from '@playwright/test';
 import { chromiumArgs, chromiumPath } from '../scripts/chromium.config.js';
+import { skipWithoutModels } from './fixtures.js';
+
+test.skip(skipWithoutModels(), 'the model fixtures in ../shared/models are absent');
 
 const DEMO = '/static/dist/demo/index.html';
 const FIXTURE = 'model=/models/stories260K.bin&tokenizer=/models/tok512.bin';
@@ -153,7 +157,7 @@ test('[SHIP-demo-worker-kill] the generation worker terminated mid-stream: ECONN
   expect(next.ids.length).toBe(200);
 });
 
-test('[SHIP-demo-device-loss] the GPU device lost mid-generation: the page says so, "Reload model" builds a new provider and session, the next run is right', async ({ page }) => {
+test('[SHIP-demo-device-loss] the GPU device lost mid-generation: the page says so, "Reload model" builds a new provider and session, the next run is right', async ({ page }, testInfo) => {
   await openDemo(page, 'maxTokens=200&promptCache=0');
   await expect(page.locator('#reload')).toBeHidden();
   await page.evaluate(() => (window as unknown as DemoWindow).tenonDemo.faults.loseDeviceAfterTokens(5));
@@ -164,6 +168,9 @@ test('[SHIP-demo-device-loss] the GPU device lost mid-generation: the page says 
   await expect(page.locator('#message')).toContainText('The GPU device was lost');
   await expect(page.locator('#generate')).toBeDisabled();
   await expect(page.locator('#reload')).toBeVisible();
+  const shot = 'test-results/demo-device-lost.png';
+  await page.screenshot({ path: shot, fullPage: true });
+  await testInfo.attach('demo after a device loss', { path: shot, contentType: 'image/png' });
   await page.click('#reload');
   await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: LOAD_TIMEOUT });
   await expect(page.locator('#reload')).toBeHidden();

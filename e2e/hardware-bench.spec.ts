@@ -6,6 +6,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
 import type { Page } from '@playwright/test';
+import { skipWithoutModels } from './fixtures.js';
+
+test.skip(skipWithoutModels(), 'the model fixtures in ../shared/models are absent');
 
 const DEMO = '/static/dist/demo/index.html?model=/models/stories260K.bin&tokenizer=/models/tok512.bin';
 const GREEDY = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
