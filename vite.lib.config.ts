@@ -39,7 +39,8 @@ function tenonBundle(format: 'es' | 'iife'): Plugin {
     load(id) {
       if (id !== NODE_STUB) return null;
       const code = [
-        'const fail = () => { throw Object.assign(new Error("this tenon bundle is for browsers; in Node use the source build"), { code: "ENOTSUP" }); };',
+        `import { TenonError } from ${JSON.stringify(at('src/errors.ts'))};`,
+        'function fail() { throw new TenonError("ENOTSUP", "this tenon bundle is for browsers: Node-only modules are left out", { op: "tenon-bundle", reason: "node-only" }); }',
         'export const Worker = fail, parentPort = undefined, create = fail, globals = {};',
         'export default fail;',
       ].join('\n');

@@ -49,6 +49,13 @@ test('[SHIP-pack] the packed package installs into another project and imports a
   expect(JSON.parse(out.trim())).toMatchObject({ sum: [5, 7, 9] });
   const listed = run(process.execPath, ['--input-type=module', '-e', "import * as t from 'tenon'; console.log(String(Object.keys(t).length))"], project);
   expect(Number(listed.trim())).toBeGreaterThan(50);
+  // The browser bundle leaves Node's worker_threads out: a worker pool in Node is refused with a code.
+  const pool = run(
+    process.execPath,
+    ['--input-type=module', '-e', "import { createWorkerPool, createHostProvider } from 'tenon'; createWorkerPool({ provider: createHostProvider({ shared: true }) }).then(() => console.log('created'), (e) => console.log(`${e.code} ${e.reason}`))"],
+    project,
+  );
+  expect(pool.trim()).toBe('ENOTSUP node-only');
 });
 
 test('[SHIP-pack] a strict TypeScript file type-checks against the installed declarations; a type error is caught', () => {
