@@ -21,7 +21,8 @@ import type { AnyTypedArray, DType, HostProvider, Tensor, WebGPUProvider } from 
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
-import { offsetsOf, rowMajor } from '../support/layout-reference.js';
+import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
+import type { LayoutRef } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
 
@@ -29,13 +30,6 @@ const MAX = Number.MAX_SAFE_INTEGER;
 const ALL_DTYPES: readonly DType[] = ['f32', 'f16', 'i32', 'u32', 'u8'];
 const WIDE_DTYPES: readonly DType[] = ['f32', 'f16', 'i32', 'u32'];
 
-const HOST_ARRAY: Record<DType, new (length: number) => AnyTypedArray> = {
-  f32: Float32Array,
-  f16: Uint16Array,
-  i32: Int32Array,
-  u32: Uint32Array,
-  u8: Uint8Array,
-};
 
 /** Every typed-array constructor a caller might hand in by mistake. */
 const ARRAY_KINDS: readonly (new (length: number) => ArrayLike<number>)[] = [
@@ -53,44 +47,11 @@ const ARRAY_KINDS: readonly (new (length: number) => ArrayLike<number>)[] = [
 // ---------------------------------------------------------------------------------------------------
 // Reference model: element indices of a layout over a 1-D backing array, computed the slow obvious way.
 
-interface LayoutCase {
-  readonly dtype: DType;
-  readonly shape: number[];
-  readonly strides: number[];
-  /** Backing element index of element [0, ...]. */
-  readonly first: number;
-  /** Backing length in elements. */
-  readonly backing: number;
-  /** Backing indices visited in row-major logical order. */
-  readonly offsets: number[];
+interface LayoutCase extends LayoutRef {
   /** Smallest `first` that keeps the lowest reach in span (-sum of negative reaches). */
   readonly minFirst: number;
 }
 
-function isContiguousRef(c: LayoutCase): boolean {
-  return c.offsets.every((o, i) => o === c.offsets[0]! + i);
-}
-
-function isInjectiveRef(c: LayoutCase): boolean {
-  return new Set(c.offsets).size === c.offsets.length;
-}
-
-/** Distinct-ish, nonzero values for backing index i (u8 wraps). */
-function valueAt(dtype: DType, i: number): number {
-  if (dtype === 'u8') return (i * 7 + 1) & 0xff;
-  if (dtype === 'i32') return i % 2 === 0 ? i + 1 : -(i + 1);
-  return i + 1;
-}
-
-function makeArray(dtype: DType, values: readonly number[]): AnyTypedArray {
-  const out = new HOST_ARRAY[dtype](values.length);
-  values.forEach((v, i) => (out[i] = v));
-  return out;
-}
-
-function backingValues(c: LayoutCase): number[] {
-  return Array.from({ length: c.backing }, (_, i) => valueAt(c.dtype, i));
-}
 
 function specOf(c: LayoutCase): { shape: number[]; strides: number[]; byteOffset: number } {
   return { shape: c.shape, strides: c.strides, byteOffset: c.first * dtypeSize(c.dtype) };

@@ -40,57 +40,18 @@ import type {
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
-import { offsetsOf, rowMajor } from '../support/layout-reference.js';
+import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
+import type { LayoutRef } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
 
-const HOST_ARRAY: Record<DType, new (length: number) => AnyTypedArray> = {
-  f32: Float32Array,
-  f16: Uint16Array,
-  i32: Int32Array,
-  u32: Uint32Array,
-  u8: Uint8Array,
-};
-
 // ---------------------------------------------------------------------------------------------------
-// Reference model (the same slow, obvious computation as layout.test.ts).
+// Reference model: contracts/support/layout-reference.ts (shared with layout.test.ts).
 
-interface LayoutCase {
-  readonly dtype: DType;
-  readonly shape: number[];
-  readonly strides: number[];
-  readonly first: number;
-  readonly backing: number;
-  /** Backing element indices in row-major logical order. */
-  readonly offsets: number[];
-}
+type LayoutCase = LayoutRef;
 
 function caseOf(dtype: DType, shape: number[], strides: number[], first: number, backing: number): LayoutCase {
   return { dtype, shape, strides, first, backing, offsets: offsetsOf(shape, strides, first) };
-}
-
-function isContiguousRef(c: LayoutCase): boolean {
-  return c.offsets.every((o, i) => o === c.offsets[0]! + i);
-}
-
-function isInjectiveRef(c: LayoutCase): boolean {
-  return new Set(c.offsets).size === c.offsets.length;
-}
-
-function valueAt(dtype: DType, i: number): number {
-  if (dtype === 'u8') return (i * 7 + 1) & 0xff;
-  if (dtype === 'i32') return i % 2 === 0 ? i + 1 : -(i + 1);
-  return i + 1;
-}
-
-function makeArray(dtype: DType, values: readonly number[]): AnyTypedArray {
-  const out = new HOST_ARRAY[dtype](values.length);
-  values.forEach((v, i) => (out[i] = v));
-  return out;
-}
-
-function backingValues(c: LayoutCase): number[] {
-  return Array.from({ length: c.backing }, (_, i) => valueAt(c.dtype, i));
 }
 
 const caseArb: fc.Arbitrary<LayoutCase> = fc

@@ -1,6 +1,7 @@
 // Test-side reference for layouts: row-major strides and the element order a (shape, strides, first)
 // layout visits, computed the obvious way (decode each logical index). Shares no code with src/storage,
 // so the suites compare the kernel against an independent answer.
+import type { AnyTypedArray, DType } from '../../src/index.js';
 
 export function rowMajor(shape: readonly number[]): number[] {
   const strides = new Array<number>(shape.length);
@@ -27,4 +28,52 @@ export function offsetsOf(shape: readonly number[], strides: readonly number[], 
     }
   }
   return out;
+}
+
+
+/** The host array type of each dtype (f16 travels as its raw bits). */
+export const HOST_ARRAY: Record<DType, new (length: number) => AnyTypedArray> = {
+  f32: Float32Array,
+  f16: Uint16Array,
+  i32: Int32Array,
+  u32: Uint32Array,
+  u8: Uint8Array,
+};
+
+/** A layout over a 1-D backing array of `backing` elements, with the backing indices it visits. */
+export interface LayoutRef {
+  readonly dtype: DType;
+  readonly shape: number[];
+  readonly strides: number[];
+  /** Backing element index of element [0, ...]. */
+  readonly first: number;
+  /** Backing length in elements. */
+  readonly backing: number;
+  /** Backing indices visited in row-major logical order. */
+  readonly offsets: number[];
+}
+
+export function isContiguousRef(c: LayoutRef): boolean {
+  return c.offsets.every((o, i) => o === c.offsets[0]! + i);
+}
+
+export function isInjectiveRef(c: LayoutRef): boolean {
+  return new Set(c.offsets).size === c.offsets.length;
+}
+
+/** Distinct-ish, nonzero values for backing index i (u8 wraps). */
+export function valueAt(dtype: DType, i: number): number {
+  if (dtype === 'u8') return (i * 7 + 1) & 0xff;
+  if (dtype === 'i32') return i % 2 === 0 ? i + 1 : -(i + 1);
+  return i + 1;
+}
+
+export function makeArray(dtype: DType, values: readonly number[]): AnyTypedArray {
+  const out = new HOST_ARRAY[dtype](values.length);
+  values.forEach((v, i) => (out[i] = v));
+  return out;
+}
+
+export function backingValues(c: LayoutRef): number[] {
+  return Array.from({ length: c.backing }, (_, i) => valueAt(c.dtype, i));
 }
