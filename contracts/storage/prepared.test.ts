@@ -373,6 +373,18 @@ for (const pc of providerCases()) {
     // -----------------------------------------------------------------------------------------------
     // G5-prepared-host-strided
 
+    it('[G5-prepared-host-strided] a strided plan with no negative stride starts its cursor at +0, never -0 (a -0 index would force heap-number indexing)', async () => {
+      const t = await fromArray(provider, 'f32', Float32Array.from({ length: 12 }, (_, i) => i), [12]);
+      const transposed = t.intoLayout({ shape: [3, 4], strides: [1, 3] });
+      const layout = transposed.layout;
+      expect(layout.kind).toBe('strided');
+      if (layout.kind === 'strided') expect(Object.is(layout.plan.firstIndex, 0)).toBe(true);
+      using p = await transposed.prepareHost();
+      if (p.kind === 'strided') expect(Object.is(p.cursor().index, 0)).toBe(true);
+      p.release();
+      transposed.dispose();
+    });
+
     it('[G5-prepared-host-strided] strided layouts give a cursor walking the reference order; contiguous ones do not', async () => {
       const examples: { c: LayoutCase; kind: 'strided' | 'contiguous' }[] = [
         { c: caseOf('f32', [4, 3], [1, 4], 0, 12), kind: 'strided' }, // transposed

@@ -152,7 +152,8 @@ export function checkLayout(
     backstrides.push(strides[d]! * (shape[d]! - 1));
   }
   const plan: StridedPlan = Object.freeze({
-    firstIndex: -low,
+    // `0 - low`, not `-low`: a negative zero would make every cursor index a heap double (measured 2x slower).
+    firstIndex: 0 - low,
     extents: Object.freeze(extents),
     strides: Object.freeze(planStrides),
     backstrides: Object.freeze(backstrides),

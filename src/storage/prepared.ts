@@ -19,6 +19,34 @@ import type { CheckedLayout, StridedPlan } from './layout.js';
 import type { MappedRange } from './provider.js';
 
 /**
+ * The outer dimensions of a strided plan (all but the innermost): moves a position to the start of the
+ * next innermost run by precomputed stride and carry increments, and says when every run was visited.
+ */
+class OuterDims {
+  done = false;
+  readonly #plan: StridedPlan;
+  readonly #counters: Float64Array;
+
+  constructor(plan: StridedPlan) {
+    this.#plan = plan;
+    this.#counters = new Float64Array(Math.max(plan.extents.length - 1, 0));
+  }
+
+  /** `pos` is the start of the current run; returns the start of the next one (sets `done` after the last). */
+  advance(pos: number): number {
+    const { extents, strides, backstrides } = this.#plan;
+    const counters = this.#counters;
+    for (let d = counters.length - 1; d >= 0; d--) {
+      if (++counters[d]! < extents[d]!) return pos + strides[d]!;
+      counters[d] = 0;
+      pos -= backstrides[d]!;
+    }
+    this.done = true;
+    return pos;
+  }
+}
+
+/**
  * Walks a strided layout element by element.
  * Use: `for (const c = p.cursor(); !c.done; c.advance()) use(c.array[c.index])`.
  * `advance()` only adds precomputed strides and carries; it allocates nothing and checks nothing. The
@@ -35,20 +63,17 @@ export class StridedCursor<D extends DType> {
   readonly #innerExtent: number;
   readonly #innerStride: number;
   readonly #innerBack: number;
-  readonly #plan: StridedPlan;
-  /** Counters of the outer dimensions (all but the innermost). */
-  readonly #outer: Float64Array;
+  readonly #outer: OuterDims;
 
   constructor(array: ArrayOf<D>, plan: StridedPlan, size: number) {
     const last = plan.extents.length - 1;
     this.array = array;
     this.index = plan.firstIndex;
     this.done = size === 0;
-    this.#plan = plan;
     this.#innerExtent = plan.extents[last] ?? 1;
     this.#innerStride = plan.strides[last] ?? 0;
     this.#innerBack = plan.backstrides[last] ?? 0;
-    this.#outer = new Float64Array(Math.max(last, 0));
+    this.#outer = new OuterDims(plan);
   }
 
   advance(): void {
@@ -57,22 +82,8 @@ export class StridedCursor<D extends DType> {
       return;
     }
     this.#inner = 0;
-    this.index -= this.#innerBack;
-    this.#carry();
-  }
-
-  #carry(): void {
-    const { extents, strides, backstrides } = this.#plan;
-    const outer = this.#outer;
-    for (let d = outer.length - 1; d >= 0; d--) {
-      if (++outer[d]! < extents[d]!) {
-        this.index += strides[d]!;
-        return;
-      }
-      outer[d] = 0;
-      this.index -= backstrides[d]!;
-    }
-    this.done = true;
+    this.index = this.#outer.advance(this.index - this.#innerBack);
+    if (this.#outer.done) this.done = true;
   }
 }
 
@@ -93,8 +104,7 @@ export class StridedRuns<D extends DType> {
   /** Runs left after the current one. */
   remaining: number;
   #started = false;
-  readonly #plan: StridedPlan;
-  readonly #outer: Float64Array;
+  readonly #outer: OuterDims;
 
   constructor(array: ArrayOf<D>, plan: StridedPlan, size: number) {
     const last = plan.extents.length - 1;
@@ -103,8 +113,7 @@ export class StridedRuns<D extends DType> {
     this.length = plan.extents[last] ?? 1;
     this.stride = plan.strides[last] ?? 0;
     this.remaining = size === 0 ? 0 : size / this.length;
-    this.#plan = plan;
-    this.#outer = new Float64Array(Math.max(last, 0));
+    this.#outer = new OuterDims(plan);
   }
 
   /** Moves to the next run; false when there is none. The first call selects the first run. */
@@ -115,16 +124,7 @@ export class StridedRuns<D extends DType> {
       this.#started = true;
       return true;
     }
-    const { extents, strides, backstrides } = this.#plan;
-    const outer = this.#outer;
-    for (let d = outer.length - 1; d >= 0; d--) {
-      if (++outer[d]! < extents[d]!) {
-        this.start += strides[d]!;
-        return true;
-      }
-      outer[d] = 0;
-      this.start -= backstrides[d]!;
-    }
+    this.start = this.#outer.advance(this.start);
     return true;
   }
 }
