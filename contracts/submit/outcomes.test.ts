@@ -257,6 +257,16 @@ for (const pc of providerCases()) {
       const e = await expectCodeAsync(() => rt.submit(graph, fresh), 'ENODEV', 'device-lost');
       expect((e as SubmitRejected).inputs).toBe(fresh);
       expect(fresh.moved).toBe(false);
+      // an unrelated runtime on another device is untouched by this loss and still completes
+      const other = await setup();
+      const otherGraph = graphFor(runtime, other);
+      const ok = await (await runtime.submit(otherGraph, other.group, { step: { alpha: 2 } })).wait();
+      expect(ok.kind).toBe('completed');
+      if (ok.kind === 'completed') {
+        expect(await read(ok.bundle.output(0))).toEqual(expected(2));
+        ok.bundle.dispose();
+      }
+      otherGraph.dispose();
     });
 
     it('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
