@@ -60,13 +60,26 @@ export function printTable(title: string, results: readonly PairResult[]): void 
   }
 }
 
+/** The machine a Node benchmark ran on; `loadAtStart` is os.loadavg() taken before the first case. */
+export function machineInfo(loadAtStart?: number[]): Record<string, unknown> {
+  return {
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: process.platform,
+    // Other processes share these cores: a load above the core count makes every figure noisier.
+    ...(loadAtStart === undefined ? {} : { loadAverage: { atStart: loadAtStart, atEnd: os.loadavg() } }),
+  };
+}
+
 export function writeResults(name: string, results: readonly PairResult[], extra: Record<string, unknown> = {}): string {
   mkdirSync('bench/results', { recursive: true });
   const file = `bench/results/${name}.json`;
   const record = {
     benchmark: name,
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, platform: process.platform },
+    machine: machineInfo(),
     note: 'ratio = tenon median time / baseline median time, measured side by side in one process',
     ...extra,
     results,

@@ -17,6 +17,7 @@ import { adapterSummary } from './submit/adapter.js';
 import { CACHE_GEOMETRIES, SETTINGS, decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase, zeroingCase } from './session/cases.js';
 import type { SessionRecord } from './session/cases.js';
 import type { SessionBrowserPart } from './session/part.js';
+import { machineInfo } from './report.js';
 
 const CHROMIUM_PART = 'bench/results/session.chromium.json';
 
@@ -63,15 +64,7 @@ it('inference session: decode, speculative, checkpoint/rollback on host and Dawn
   const result = {
     benchmark: 'session',
     date: new Date().toISOString(),
-    machine: {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model,
-      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      platform: process.platform,
-      // Other processes share these cores: a load above the core count makes every figure noisier.
-      loadAverage: { atStart: loadAtStart, atEnd: os.loadavg() },
-    },
+    machine: machineInfo(loadAtStart),
     model: { file: 'stories260K.bin', tokenizer: 'tok512.bin', config: host.model.config },
     settings: { ...SETTINGS, zeroingGeometries: CACHE_GEOMETRIES },
     note:

@@ -19,6 +19,7 @@ import type { CaseRecord } from './submit/measure.js';
 import { adapterSummary } from './submit/adapter.js';
 import type { BrowserPart } from './submit/adapter.js';
 import { decodeGraph, smallGraph } from './submit/workloads.js';
+import { machineInfo } from './report.js';
 
 const CHROMIUM_PART = 'bench/results/submit.chromium.json';
 
@@ -67,15 +68,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
   const result = {
     benchmark: 'submit',
     date: new Date().toISOString(),
-    machine: {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model,
-      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      platform: process.platform,
-      // Other processes share these cores: a load above the core count makes every figure noisier.
-      loadAverage: { atStart: loadAtStart, atEnd: os.loadavg() },
-    },
+    machine: machineInfo(loadAtStart),
     note: 'timeRatio = tenon median time / peer median time (below 1: tenon faster); speedup = 1 / timeRatio. Candidates of a case run interleaved in one process (Node) or one page (Chromium); each sample is the mean call of one round (stalls included), each figure the median sample; callMedianRatio compares medians of single calls (stalls left out). phases: medians of tenon calls split at submit / wait / intoGroup.',
     aims: { matmul: 'tenon >= 1.2x the peer speed (speedup >= 1.2)', overheads: 'tenon time <= 1.1x the hand-written loop (timeRatio <= 1.1)' },
     adapters: { 'node-dawn': dawnAdapter, chromium: 'adapter' in chromium ? chromium.adapter : chromium },

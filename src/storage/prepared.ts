@@ -194,17 +194,17 @@ abstract class PreparedHostBase<D extends DType> extends PreparedBase {
   }
 }
 
-export class PreparedContiguousRead<D extends DType> extends PreparedHostBase<D> {
+/** Contiguous variant: one typed array over exactly the logical elements. */
+abstract class PreparedContiguous<D extends DType> extends PreparedHostBase<D> {
   readonly kind = 'contiguous' as const;
-  protected readonly commitOnRelease = false;
   asArray(): ArrayOf<D> {
     return this.contiguousArray('prepared.asArray');
   }
 }
 
-export class PreparedStridedRead<D extends DType> extends PreparedHostBase<D> {
+/** Strided variant: an element cursor or a run-by-run walker over the envelope. */
+abstract class PreparedStrided<D extends DType> extends PreparedHostBase<D> {
   readonly kind = 'strided' as const;
-  protected readonly commitOnRelease = false;
   cursor(): StridedCursor<D> {
     return this.newCursor('prepared.cursor');
   }
@@ -213,23 +213,20 @@ export class PreparedStridedRead<D extends DType> extends PreparedHostBase<D> {
   }
 }
 
-export class PreparedContiguousWrite<D extends DType> extends PreparedHostBase<D> {
-  readonly kind = 'contiguous' as const;
-  protected readonly commitOnRelease = true;
-  asArray(): ArrayOf<D> {
-    return this.contiguousArray('prepared.asArray');
-  }
+export class PreparedContiguousRead<D extends DType> extends PreparedContiguous<D> {
+  protected readonly commitOnRelease = false;
 }
 
-export class PreparedStridedWrite<D extends DType> extends PreparedHostBase<D> {
-  readonly kind = 'strided' as const;
+export class PreparedStridedRead<D extends DType> extends PreparedStrided<D> {
+  protected readonly commitOnRelease = false;
+}
+
+export class PreparedContiguousWrite<D extends DType> extends PreparedContiguous<D> {
   protected readonly commitOnRelease = true;
-  cursor(): StridedCursor<D> {
-    return this.newCursor('prepared.cursor');
-  }
-  runs(): StridedRuns<D> {
-    return this.newRuns('prepared.runs');
-  }
+}
+
+export class PreparedStridedWrite<D extends DType> extends PreparedStrided<D> {
+  protected readonly commitOnRelease = true;
 }
 
 export type PreparedHostRead<D extends DType> = PreparedContiguousRead<D> | PreparedStridedRead<D>;
