@@ -6,7 +6,8 @@ import { defineConfig } from 'vite';
 import { crossOriginIsolationHeaders } from '../scripts/chromium.config.js';
 import { staticFiles } from '../scripts/static-files.js';
 
-export const E2E_PORT = 5199;
+/** TENON_E2E_PORT moves the lane's server, so two checkouts can run their e2e lanes at once. */
+export const E2E_PORT = Number(process.env['TENON_E2E_PORT'] ?? 5199);
 
 export default defineConfig({
   root: '.',
