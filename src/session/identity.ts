@@ -17,8 +17,8 @@
 // functions reject with ENOTSUP 'no-webcrypto'. Nothing here writes its inputs.
 import { TenonError } from '../errors.js';
 import type { LlamaModelFile } from './model-file.js';
-import type { Tokenizer } from './tokenizer.js';
-import { tokenizerFileBytes } from './tokenizer.js';
+import type { Tokenizer } from '../model/index.js';
+import { tokenizerFileBytes } from '../model/index.js';
 
 const OP = 'session.modelIdentity';
 const MODEL_TAG = 'tenon/llama2c-model/1';

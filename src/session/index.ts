@@ -3,8 +3,8 @@
 // reference forward pass that the op-library forward is checked against.
 export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './model-file.js';
 export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './model-file.js';
-export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from './tokenizer.js';
-export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from './tokenizer.js';
+export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from '../model/index.js';
+export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from '../model/index.js';
 export { modelIdentity, tokenizerIdentity } from './identity.js';
 export type { ModelIdentity } from './identity.js';
 export {

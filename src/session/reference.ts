@@ -15,7 +15,7 @@
 // SiLU-gated MLP, classifier = wcls (the token embedding when shared).
 import { TenonError } from '../errors.js';
 import type { LlamaConfig, LlamaModelFile } from './model-file.js';
-import { BOS_ID } from './tokenizer.js';
+import { BOS_ID } from '../model/index.js';
 
 /** run.c's rmsnorm epsilon. */
 export const RMSNORM_EPS = 1e-5;

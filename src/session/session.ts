@@ -25,7 +25,7 @@ import type { LlamaForwardOptions, StepResult } from './llama.js';
 import type { LlamaModelFile } from './model-file.js';
 import { Sampler, argmaxOf } from './sampler.js';
 import type { SamplerOptions } from './sampler.js';
-import type { Tokenizer } from './tokenizer.js';
+import type { Tokenizer } from '../model/index.js';
 
 export const STEP_PHASES = ['checkpoint', 'execute', 'observe', 'publish', 'complete'] as const;
 export type StepPhase = (typeof STEP_PHASES)[number];

@@ -13,8 +13,8 @@ import type { Tokenizer } from '../../src/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { readModelFixture } from '../support/models.js';
-import { buildTokenizer, specialAndByteTokens } from './llama-files.js';
-import type { TokenRecord } from './llama-files.js';
+import { buildTokenizer, specialAndByteTokens } from '../session/llama-files.js';
+import type { TokenRecord } from '../session/llama-files.js';
 
 const tok512 = await readModelFixture('tok512.bin');
 const noTokenizer = tok512 === undefined;

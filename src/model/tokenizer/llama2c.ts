@@ -14,7 +14,7 @@
 // the bytes of one token: the leading space is dropped after BOS and `<0xXX>` gives its raw byte. Bytes of
 // one character may arrive in several tokens, so text is produced by `decodeAll` or a `textStream`, which
 // join bytes before turning them into text.
-import { TenonError } from '../errors.js';
+import { TenonError } from '../../errors.js';
 
 const OP_PARSE = 'session.parseTokenizer';
 
