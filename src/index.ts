@@ -3,5 +3,6 @@ export * from './errors.js';
 export * from './storage/index.js';
 export * from './submit/index.js';
 export * from './dataplane/index.js';
+export * from './model/index.js';
 export * from './session/index.js';
 export { setWorkerBaseUrl, workerBaseUrl } from './worker-base.js';

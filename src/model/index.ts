@@ -2,3 +2,25 @@
 // architectures, tokenizers and chat templates. Session imports the model layer only through this file.
 export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer, tokenizerFileBytes } from './tokenizer/index.js';
 export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from './tokenizer/index.js';
+// GGUF reader and the range sources it reads through (issue 10, engineer A).
+export { GGML_TYPES, LOWERING_TYPE_NAMES, ggmlByteLength, ggmlTypeById, ggmlTypeByName, isLoweringType, requireLoweringType } from './ggml-types.js';
+export type { GgmlType, GgmlTypeName, LoweringTypeName } from './ggml-types.js';
+export { blobSource, bytesSource, countingSource, descriptorSource, fileHandleSource } from './source.js';
+export type { ByteSource, CountingSource, FileHandleLike, FileHandleSourceOptions, ReadCounters } from './source.js';
+export {
+  GGUF_DEFAULT_ALIGNMENT,
+  GGUF_FIRST_HEADER_CHUNK,
+  GGUF_MAX_ARRAY_DEPTH,
+  GGUF_MAX_ARRAY_ITEMS,
+  GGUF_MAX_DIMS,
+  GGUF_MAX_HEADER_BYTES,
+  GGUF_MAX_HEADER_CHUNK,
+  GGUF_MAX_KEY_BYTES,
+  GGUF_MAX_METADATA_ENTRIES,
+  GGUF_MAX_STRING_BYTES,
+  GGUF_MAX_TENSOR_NAME_BYTES,
+  GGUF_MAX_TENSORS,
+  GGUF_VALUE_TYPES,
+  parseGguf,
+} from './gguf.js';
+export type { GgufArray, GgufFile, GgufMetadata, GgufNumberArray, GgufTensorInfo, GgufValue, GgufValueType, ParseGgufOptions } from './gguf.js';
