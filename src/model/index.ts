@@ -1,7 +1,9 @@
 // Public face of the model layer (DESIGN.md "src/model"): file formats, weight lowering kinds,
 // architectures, tokenizers and chat templates. Session imports the model layer only through this file.
-export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer, tokenizerFileBytes } from './tokenizer/index.js';
-export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from './tokenizer/index.js';
+export { BOS_ID, BYTE_FALLBACK_BASE, BPE_CACHE_ENTRIES, EOS_ID, GGUF_TOKENIZER_KEYS, PRE_TOKENIZER_NAMES, TokenType, UNK_ID, parseTokenizer, tokenizerFromGguf, tokenizerIdentityBytes } from './tokenizer/index.js';
+export type { DecodeAllOptions, EncodeOptions, SpecialTokens, TokenTextStream, Tokenizer, TokenizerCounters, TokenizerMetadata, TokenizerMetadataValue, TokenizerModel } from './tokenizer/index.js';
+export { renderChat } from './chat.js';
+export type { ChatInput, ChatMessage } from './chat.js';
 // GGUF reader and the range sources it reads through (issue 10, engineer A).
 export { GGML_TYPES, LOWERING_TYPE_NAMES, ggmlByteLength, ggmlTypeById, ggmlTypeByName, isLoweringType, requireLoweringType } from './ggml-types.js';
 export type { GgmlType, GgmlTypeName, LoweringTypeName } from './ggml-types.js';

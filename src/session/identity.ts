@@ -18,7 +18,7 @@
 import { TenonError } from '../errors.js';
 import type { LlamaModelFile } from './model-file.js';
 import type { Tokenizer } from '../model/index.js';
-import { tokenizerFileBytes } from '../model/index.js';
+import { tokenizerIdentityBytes } from '../model/index.js';
 
 const OP = 'session.modelIdentity';
 const MODEL_TAG = 'tenon/llama2c-model/1';
@@ -54,7 +54,7 @@ function hex(bytes: Uint8Array): string {
 
 /** Hex SHA-256 of the tokenizer file. */
 export async function tokenizerIdentity(tokenizer: Tokenizer): Promise<string> {
-  return hex(await sha256('session.tokenizerIdentity', tokenizerFileBytes(tokenizer)));
+  return hex(await sha256('session.tokenizerIdentity', tokenizerIdentityBytes(tokenizer)));
 }
 
 /**
@@ -69,7 +69,7 @@ export async function modelIdentity(model: LlamaModelFile, tokenizer: Tokenizer)
   const tag = new TextEncoder().encode(MODEL_TAG);
   const configBytes = new DataView(new ArrayBuffer(8 * 4));
   [c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen, model.sharedClassifier ? 1 : 0].forEach((v, i) => configBytes.setInt32(4 * i, v, true));
-  const tokenizerDigest = await sha256(OP, tokenizerFileBytes(tokenizer));
+  const tokenizerDigest = await sha256(OP, tokenizerIdentityBytes(tokenizer));
   const tensorDigests: Uint8Array[] = [];
   for (const info of model.tensors) {
     const w = model.weights[info.name];

@@ -1,20 +1,25 @@
-// llama2.c tokenizer: parser, encoder and decoder (DESIGN.md "src/session — Model").
+// llama2.c tokenizer files (`tokenizer.bin`, e.g. tok512.bin): parser. Encoding and decoding are the
+// SentencePiece-style implementation GGUF `llama` vocabularies use too (spm.ts, vocab.ts), so
+// stories260K-f32.gguf and tok512.bin give the same ids.
 //
 // Contract: `parseTokenizer(bytes, vocabSize)` checks the whole file before it builds anything: a
 // positive max_token_length, then exactly `vocabSize` records of (float32 score, int32 length, bytes),
 // each length within [0, max_token_length] and inside the file, each score finite, and nothing after the
 // last record. The vocabulary size comes from the model, never from the file. A bad file throws a
 // TenonError (EINVAL with a stable reason) and produces nothing. The tokenizer keeps its own copy of the
-// file (for identity) and never writes the caller's bytes.
+// file (its identity) and never writes the caller's bytes.
 //
-// Semantics follow llama2.c run.c: `encode` prepends BOS (id 1) when asked, a dummy " " token when the
-// text is not empty, looks each UTF-8 code point up as a token (falling back to one `<0xXX>` token per
-// byte, id 3 + byte), then repeatedly merges the adjacent pair whose concatenation is a token with the
-// highest score (first such pair on ties), and appends EOS (id 2) when asked. `decode(prev, token)` gives
-// the bytes of one token: the leading space is dropped after BOS and `<0xXX>` gives its raw byte. Bytes of
-// one character may arrive in several tokens, so text is produced by `decodeAll` or a `textStream`, which
-// join bytes before turning them into text.
+// What the file does not say, llama2.c's run.c fixes: unknown is id 0, BOS id 1 and EOS id 2 (control
+// tokens: no text when decoded); byte fallback tokens `<0x00>`..`<0xFF>` sit at ids 3..258 when the file
+// has them; pieces spell spaces as spaces; `encode` puts BOS first by default and a space before
+// non-empty text; a character without a token becomes one byte token per UTF-8 byte, and without byte
+// tokens it is EINVAL 'unencodable'. Pieces matching `<0xXX>` decode to their byte.
 import { TenonError } from '../../errors.js';
+import { binaryString } from './byte-level.js';
+import { SentencePieceEngine } from './spm.js';
+import { TokenType } from './types.js';
+import type { Tokenizer } from './types.js';
+import { VocabTokenizer, byteTokenValue } from './vocab.js';
 
 const OP_PARSE = 'session.parseTokenizer';
 
@@ -26,49 +31,10 @@ export const EOS_ID = 2;
 export const BYTE_FALLBACK_BASE = 3;
 /** Smallest vocabulary that holds unk, BOS and EOS. */
 const MIN_VOCAB = 3;
-/** run.c starts its best-merge search at this score: pairs scoring at or below it never merge. */
-const MERGE_SCORE_FLOOR = -1e10;
+const BYTE_VALUES = 256;
 /** Header int32 plus each record's float32 score and int32 length. */
 const HEADER_BYTES = 4;
 const RECORD_HEAD_BYTES = 8;
-
-export interface EncodeOptions {
-  /** Prepend BOS (default true). */
-  readonly bos?: boolean;
-  /** Append EOS (default false). */
-  readonly eos?: boolean;
-}
-
-export interface DecodeAllOptions {
-  /** The token before ids[0] (e.g. BOS when ids continue a prompt that started with it). */
-  readonly prev?: number;
-}
-
-/** Incremental detokenizer: `push` returns the text completed so far, `flush` the rest. */
-export interface TokenTextStream {
-  push(token: number): string;
-  flush(): string;
-}
-
-export interface Tokenizer {
-  readonly vocabSize: number;
-  /** The file's max_token_length (bytes of the longest token). */
-  readonly maxTokenLength: number;
-  /** True when ids 3..258 are the 256 `<0xXX>` byte tokens. */
-  readonly byteFallback: boolean;
-  /** Bytes of token `id` (a copy). */
-  piece(id: number): Uint8Array;
-  /** Merge score of token `id`. */
-  score(id: number): number;
-  /** Id of the token whose bytes are the UTF-8 encoding of `text`, if there is one (lowest id on duplicates). */
-  lookup(text: string): number | undefined;
-  encode(text: string, options?: EncodeOptions): number[];
-  /** Bytes `token` contributes after `prev`; BOS and EOS contribute none. */
-  decode(prev: number, token: number): Uint8Array;
-  /** Text of a whole id sequence; control tokens give no text. */
-  decodeAll(ids: readonly number[], options?: DecodeAllOptions): string;
-  textStream(options?: DecodeAllOptions): TokenTextStream;
-}
 
 function invalid(op: string, reason: string, message: string, ids?: Record<string, string | number>): never {
   throw new TenonError('EINVAL', message, ids === undefined ? { op, reason } : { op, reason, ids });
@@ -80,21 +46,9 @@ function asBytes(source: ArrayBufferLike | ArrayBufferView): Uint8Array {
   return invalid(OP_PARSE, 'bad-argument', 'expected an ArrayBuffer, SharedArrayBuffer or ArrayBufferView');
 }
 
-/** One byte per char (latin1): token bytes as a Map key, so lookups compare bytes like run.c's strcmp. */
-function binaryString(bytes: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]!);
-  return s;
-}
-
-const HEX = '0123456789ABCDEF';
 function byteTokenText(byte: number): string {
-  return `<0x${HEX[byte >> 4]}${HEX[byte & 15]}>`;
+  return `<0x${byte.toString(16).toUpperCase().padStart(2, '0')}>`;
 }
-/** run.c decodes with sscanf("<0x%02hhX>"): two hex digits of either case. */
-const RAW_BYTE_PIECE = /^<0x([0-9A-Fa-f]{2})>/;
-
-const utf8 = new TextEncoder();
 
 /**
  * Parses a llama2.c tokenizer file for a model with `vocabSize` tokens. Throws TenonError EINVAL:
@@ -132,8 +86,54 @@ export function parseTokenizer(source: ArrayBufferLike | ArrayBufferView, vocabS
   }
 
   // Pass 2: build. The file is copied once (it is small) so the tokenizer owns what it was made from.
-  const file = bytes.slice();
-  return new LlamaTokenizer(file, vocabSize, maxTokenLength);
+  return buildTokenizer(bytes.slice(), vocabSize, maxTokenLength);
+}
+
+function buildTokenizer(file: Uint8Array, vocabSize: number, maxTokenLength: number): Tokenizer {
+  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
+  const pieces = new Array<Uint8Array>(vocabSize);
+  const keys = new Array<string>(vocabSize);
+  const texts = new Array<string>(vocabSize);
+  const scores = new Float32Array(vocabSize);
+  const types = new Uint8Array(vocabSize);
+  const decoder = new TextDecoder();
+  let at = HEADER_BYTES;
+  for (let id = 0; id < vocabSize; id++) {
+    scores[id] = view.getFloat32(at, true);
+    const length = view.getInt32(at + 4, true);
+    at += RECORD_HEAD_BYTES;
+    pieces[id] = file.subarray(at, at + length);
+    at += length;
+    keys[id] = binaryString(pieces[id]!);
+    texts[id] = decoder.decode(pieces[id]!);
+    types[id] = id === UNK_ID ? TokenType.Unknown : id === BOS_ID || id === EOS_ID ? TokenType.Control : byteTokenValue(texts[id]!) !== undefined ? TokenType.Byte : TokenType.Normal;
+  }
+  let byteFallback = vocabSize >= BYTE_FALLBACK_BASE + BYTE_VALUES;
+  for (let b = 0; byteFallback && b < BYTE_VALUES; b++) byteFallback = texts[BYTE_FALLBACK_BASE + b] === byteTokenText(b);
+  const byteIds = new Int32Array(BYTE_VALUES).fill(-1);
+  if (byteFallback) for (let b = 0; b < BYTE_VALUES; b++) byteIds[b] = BYTE_FALLBACK_BASE + b;
+  const engine = new SentencePieceEngine({ keys, scores, byteIds, unknownId: undefined, escapeSpaces: false });
+  const utf8 = new TextEncoder();
+  return new VocabTokenizer({
+    model: 'llama',
+    pre: undefined,
+    texts,
+    pieces,
+    scores,
+    types,
+    special: { bos: BOS_ID, eos: EOS_ID, eot: undefined, eom: undefined, unk: UNK_ID, pad: undefined },
+    addBos: true,
+    addEos: false,
+    addSpacePrefix: true,
+    escapedSpaces: false,
+    maxTokenLength,
+    byteFallback,
+    chatTemplate: undefined,
+    endOfGeneration: [EOS_ID],
+    engine,
+    lookup: (text) => engine.lookupKey(binaryString(utf8.encode(text))),
+    identity: () => file,
+  });
 }
 
 /** Number of complete, plausible records from `at` to the end, or undefined when they do not tile it. */
@@ -149,179 +149,3 @@ function countWholeRecords(view: DataView, at: number, maxTokenLength: number): 
   return count;
 }
 
-/** The file a tokenizer was parsed from (identity.ts hashes it). Not part of the public face. */
-export function tokenizerFileBytes(tokenizer: Tokenizer): Uint8Array {
-  if (!(tokenizer instanceof LlamaTokenizer)) invalid('session.tokenizerIdentity', 'bad-argument', 'not a tokenizer made by parseTokenizer');
-  return tokenizer.file;
-}
-
-class LlamaTokenizer implements Tokenizer {
-  readonly vocabSize: number;
-  readonly maxTokenLength: number;
-  readonly byteFallback: boolean;
-  /** The whole tokenizer file (owned copy; never handed out). */
-  readonly file: Uint8Array;
-  readonly #pieces: Uint8Array[];
-  readonly #keys: string[];
-  readonly #scores: Float32Array;
-  readonly #ids = new Map<string, number>();
-  /** Raw byte of each `<0xXX>` token (run.c's decode), undefined for ordinary tokens. */
-  readonly #rawByte: (number | undefined)[];
-
-  constructor(file: Uint8Array, vocabSize: number, maxTokenLength: number) {
-    this.file = file;
-    this.vocabSize = vocabSize;
-    this.maxTokenLength = maxTokenLength;
-    const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
-    this.#pieces = new Array<Uint8Array>(vocabSize);
-    this.#keys = new Array<string>(vocabSize);
-    this.#rawByte = new Array<number | undefined>(vocabSize);
-    this.#scores = new Float32Array(vocabSize);
-    let at = HEADER_BYTES;
-    for (let id = 0; id < vocabSize; id++) {
-      this.#scores[id] = view.getFloat32(at, true);
-      const length = view.getInt32(at + 4, true);
-      at += RECORD_HEAD_BYTES;
-      const piece = file.subarray(at, at + length);
-      at += length;
-      const key = binaryString(piece);
-      this.#pieces[id] = piece;
-      this.#keys[id] = key;
-      if (!this.#ids.has(key)) this.#ids.set(key, id);
-      const raw = RAW_BYTE_PIECE.exec(key);
-      this.#rawByte[id] = raw === null ? undefined : parseInt(raw[1]!, 16);
-    }
-    let fallback = vocabSize >= BYTE_FALLBACK_BASE + 256;
-    for (let b = 0; fallback && b < 256; b++) fallback = this.#keys[BYTE_FALLBACK_BASE + b] === byteTokenText(b);
-    this.byteFallback = fallback;
-  }
-
-  #checkId(op: string, id: number, what: string): void {
-    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) invalid(op, 'bad-token', `${what} ${id} is not a token id`, { [what]: String(id), vocabSize: this.vocabSize });
-  }
-
-  piece(id: number): Uint8Array {
-    this.#checkId('tokenizer.piece', id, 'token');
-    return this.#pieces[id]!.slice();
-  }
-
-  score(id: number): number {
-    this.#checkId('tokenizer.score', id, 'token');
-    return this.#scores[id]!;
-  }
-
-  lookup(text: string): number | undefined {
-    return this.#ids.get(binaryString(utf8.encode(text)));
-  }
-
-  encode(text: string, options: EncodeOptions = {}): number[] {
-    const op = 'tokenizer.encode';
-    if (typeof text !== 'string') invalid(op, 'bad-argument', 'text must be a string');
-    const tokens: number[] = [];
-    if (options.bos ?? true) tokens.push(BOS_ID);
-    const data = utf8.encode(text);
-    // Sentencepiece's add_dummy_prefix: a leading " " token, only for non-empty text.
-    if (data.length > 0) this.#pushCodepoint(op, tokens, ' ', Uint8Array.of(0x20));
-    // One lookup per code point (a lead byte and its continuation bytes), byte fallback otherwise.
-    for (let i = 0; i < data.length; ) {
-      let end = i + 1;
-      while (end < data.length && (data[end]! & 0xc0) === 0x80 && end - i < 4) end++;
-      const cp = data.subarray(i, end);
-      this.#pushCodepoint(op, tokens, binaryString(cp), cp);
-      i = end;
-    }
-    this.#merge(tokens);
-    if (options.eos ?? false) tokens.push(EOS_ID);
-    return tokens;
-  }
-
-  #pushCodepoint(op: string, tokens: number[], key: string, bytes: Uint8Array): void {
-    const id = this.#ids.get(key);
-    if (id !== undefined) {
-      tokens.push(id);
-      return;
-    }
-    if (!this.byteFallback) invalid(op, 'unencodable', 'a character is not in the vocabulary and the tokenizer has no byte tokens', { bytes: binaryString(bytes).length });
-    for (const b of bytes) tokens.push(BYTE_FALLBACK_BASE + b);
-  }
-
-  /**
-   * run.c's merge loop: while some adjacent pair concatenates to a token, replace the pair with the
-   * best-scoring such token (the leftmost on ties). Pair candidates are cached and only the two pairs
-   * next to a merge are looked up again, which is the same choice as run.c's full rescan.
-   */
-  #merge(tokens: number[]): void {
-    const pairId: (number | undefined)[] = [];
-    const lookupPair = (i: number): number | undefined => this.#ids.get(this.#keys[tokens[i]!]! + this.#keys[tokens[i + 1]!]!);
-    for (let i = 0; i + 1 < tokens.length; i++) pairId.push(lookupPair(i));
-    for (;;) {
-      let best = MERGE_SCORE_FLOOR;
-      let bestIndex = -1;
-      for (let i = 0; i < pairId.length; i++) {
-        const id = pairId[i];
-        if (id !== undefined && this.#scores[id]! > best) {
-          best = this.#scores[id]!;
-          bestIndex = i;
-        }
-      }
-      if (bestIndex < 0) return;
-      tokens[bestIndex] = pairId[bestIndex]!;
-      tokens.splice(bestIndex + 1, 1);
-      pairId.splice(bestIndex, 1);
-      if (bestIndex > 0) pairId[bestIndex - 1] = lookupPair(bestIndex - 1);
-      if (bestIndex < pairId.length) pairId[bestIndex] = lookupPair(bestIndex);
-    }
-  }
-
-  decode(prev: number, token: number): Uint8Array {
-    this.#checkId('tokenizer.decode', token, 'token');
-    return this.#decodePiece(prev, token).slice();
-  }
-
-  /** A view of the token's bytes after run.c's decode rules (callers copy it). */
-  #decodePiece(prev: number, token: number): Uint8Array {
-    if (token === BOS_ID || token === EOS_ID) return EMPTY;
-    const raw = this.#rawByte[token];
-    if (raw !== undefined) return BYTE_PIECES[raw]!;
-    const piece = this.#pieces[token]!;
-    // After BOS, sentencepiece drops the leading space of the first word.
-    return prev === BOS_ID && piece[0] === 0x20 ? piece.subarray(1) : piece;
-  }
-
-  decodeAll(ids: readonly number[], options: DecodeAllOptions = {}): string {
-    for (const id of ids) this.#checkId('tokenizer.decodeAll', id, 'token');
-    const pieces: Uint8Array[] = [];
-    let total = 0;
-    let prev = options.prev ?? -1;
-    for (const id of ids) {
-      const piece = this.#decodePiece(prev, id);
-      pieces.push(piece);
-      total += piece.length;
-      prev = id;
-    }
-    const joined = new Uint8Array(total);
-    let at = 0;
-    for (const piece of pieces) {
-      joined.set(piece, at);
-      at += piece.length;
-    }
-    return new TextDecoder().decode(joined);
-  }
-
-  textStream(options: DecodeAllOptions = {}): TokenTextStream {
-    const decoder = new TextDecoder();
-    let prev = options.prev ?? -1;
-    return {
-      push: (token: number): string => {
-        this.#checkId('tokenizer.textStream', token, 'token');
-        const piece = this.#decodePiece(prev, token);
-        prev = token;
-        return decoder.decode(piece, { stream: true });
-      },
-      flush: (): string => decoder.decode(),
-    };
-  }
-}
-
-const EMPTY = new Uint8Array(0);
-const BYTE_PIECES: readonly Uint8Array[] = Array.from({ length: 256 }, (_, b) => Uint8Array.of(b));
