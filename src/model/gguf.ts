@@ -193,8 +193,6 @@ function invalid(reason: string, message: string, ids?: Record<string, string | 
 const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 const lenientUtf8 = new TextDecoder('utf-8');
-/** Strings up to this many ASCII bytes are built with String.fromCharCode (faster than TextDecoder). */
-const ASCII_FAST_PATH_BYTES = 64;
 
 /**
  * Sequential reader over the header. Holds one window [start, start + buf.length) of the source; `has(n)`
@@ -285,6 +283,11 @@ class Cursor {
   u64(): bigint {
     return this.#view.getBigUint64(this.#at(8), true);
   }
+  /** A u64 as a number: exact below 2^53, and above it still larger than every cap (no BigInt on the hot path). */
+  u64n(): number {
+    const at = this.#at(8);
+    return this.#view.getUint32(at, true) + this.#view.getUint32(at + 4, true) * 2 ** 32;
+  }
   i64(): bigint {
     return this.#view.getBigInt64(this.#at(8), true);
   }
@@ -295,6 +298,12 @@ class Cursor {
     return this.#buf.subarray(at, at + n);
   }
 
+  /** The next n bytes as text (undefined when `strict` and they are not valid UTF-8). */
+  text(n: number, strict: boolean): string | undefined {
+    const at = this.#at(n);
+    return decodeText(this.#buf, at, at + n, strict);
+  }
+
   /** Copies n bytes into a fresh, aligned ArrayBuffer. */
   copy(n: number): ArrayBuffer {
     const at = this.#at(n);
@@ -302,29 +311,73 @@ class Cursor {
   }
 }
 
-function decodeText(bytes: Uint8Array, strict: boolean): string | undefined {
-  if (bytes.length <= ASCII_FAST_PATH_BYTES) {
-    let ascii = true;
-    for (let i = 0; i < bytes.length; i++) {
-      if (bytes[i]! >= 0x80) {
-        ascii = false;
-        break;
+/** Code units gathered per String.fromCharCode call (well below engines' argument limits). */
+const DECODE_BATCH = 4096;
+const codeUnits = new Uint16Array(DECODE_BATCH);
+
+/**
+ * Decodes bytes[start, end) as UTF-8. Short strings (tokens, merges, keys: hundreds of thousands per
+ * vocabulary) take a hand-written decoder that accepts only well-formed UTF-8 (no overlongs, no surrogates,
+ * nothing past U+10FFFF); anything it does not accept, and long strings, go to TextDecoder: fatal when
+ * `strict` (undefined on invalid input), replacing invalid sequences with U+FFFD otherwise.
+ */
+function decodeText(bytes: Uint8Array, start: number, end: number, strict: boolean): string | undefined {
+  if (end - start <= DECODE_BATCH / 2) {
+    let n = 0;
+    let i = start;
+    while (i < end) {
+      const b0 = bytes[i]!;
+      if (b0 < 0x80) {
+        codeUnits[n++] = b0;
+        i++;
+        continue;
       }
+      let cp: number;
+      let len: number;
+      if (b0 >= 0xc2 && b0 <= 0xdf) {
+        len = 2;
+        cp = b0 & 0x1f;
+      } else if (b0 >= 0xe0 && b0 <= 0xef) {
+        len = 3;
+        cp = b0 & 0x0f;
+      } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+        len = 4;
+        cp = b0 & 0x07;
+      } else break;
+      if (i + len > end) break;
+      let ok = true;
+      for (let k = 1; k < len; k++) {
+        const b = bytes[i + k]!;
+        if ((b & 0xc0) !== 0x80) {
+          ok = false;
+          break;
+        }
+        cp = (cp << 6) | (b & 0x3f);
+      }
+      // Overlong 3- and 4-byte forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+      if (!ok || (len === 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len === 4 && (cp < 0x10000 || cp > 0x10ffff))) break;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        codeUnits[n++] = 0xd800 | (cp >> 10);
+        codeUnits[n++] = 0xdc00 | (cp & 0x3ff);
+      } else codeUnits[n++] = cp;
+      i += len;
     }
-    if (ascii) return String.fromCharCode.apply(null, bytes as unknown as number[]);
+    if (i === end) return String.fromCharCode.apply(null, codeUnits.subarray(0, n) as unknown as number[]);
   }
-  if (!strict) return lenientUtf8.decode(bytes);
+  const view = bytes.subarray(start, end);
+  if (!strict) return lenientUtf8.decode(view);
   try {
-    return strictUtf8.decode(bytes);
+    return strictUtf8.decode(view);
   } catch {
     return undefined;
   }
 }
 
 /** A u64 length or count as a number; values beyond `cap` fail with `reason`. */
-function bounded(value: bigint, cap: number, reason: string, what: string, ids: Record<string, string | number> | undefined, at: number): number {
-  if (value > BigInt(cap)) throw invalid(reason, `${what} ${value} exceeds the limit ${cap}`, { ...ids, limit: cap }, at);
-  return Number(value);
+function bounded(value: number, cap: number, reason: string, what: string, ids: Record<string, string | number> | undefined, at: number): number {
+  if (value > cap) throw invalid(reason, `${what} ${value} exceeds the limit ${cap}`, { ...ids, limit: cap }, at);
+  return value;
 }
 
 interface StringRule {
@@ -342,9 +395,13 @@ const NAME_RULE: StringRule = { cap: GGUF_MAX_TENSOR_NAME_BYTES, capReason: 'bad
 async function readString(c: Cursor, rule: StringRule, ids?: Record<string, string | number>): Promise<string> {
   if (!c.has(8)) await c.fill(8, `a ${rule.what} length`, ids);
   const at = c.pos;
-  const length = bounded(c.u64(), rule.cap, rule.capReason, `${rule.what} length`, ids, at);
+  const length = bounded(c.u64n(), rule.cap, rule.capReason, `${rule.what} length`, ids, at);
   if (!c.has(length)) await c.fill(length, `a ${rule.what}`, ids);
-  const text = decodeText(c.bytes(length), rule.strict);
+  return decoded(c, length, rule, ids, at);
+}
+
+function decoded(c: Cursor, length: number, rule: StringRule, ids: Record<string, string | number> | undefined, at: number): string {
+  const text = c.text(length, rule.strict);
   if (text === undefined) throw invalid(rule.capReason, `${rule.what} is not valid UTF-8`, ids, at);
   return text;
 }
@@ -416,13 +473,21 @@ async function readArray(c: Cursor, ids: Record<string, string | number>, depth:
   const typeAt = c.pos;
   const itemType = valueType(c.u32(), ids, typeAt);
   const countAt = c.pos;
-  const count = bounded(c.u64(), GGUF_MAX_ARRAY_ITEMS, 'count-too-large', 'array length', ids, countAt);
+  const count = bounded(c.u64n(), GGUF_MAX_ARRAY_ITEMS, 'count-too-large', 'array length', ids, countAt);
   // Every item takes at least MIN_VALUE_BYTES: a count the rest of the file cannot hold is refused before
   // any item array is allocated.
   c.require(count * MIN_VALUE_BYTES[itemType], `a ${count}-item ${itemType} array`, ids);
   if (itemType === 'string') {
+    // readString inlined: a vocabulary has hundreds of thousands of strings, and an await is taken only
+    // when the window runs out, not per item.
     const items = new Array<string>(count);
-    for (let i = 0; i < count; i++) items[i] = await readString(c, VALUE_RULE, ids);
+    for (let i = 0; i < count; i++) {
+      if (!c.has(8)) await c.fill(8, 'a string value length', ids);
+      const at = c.pos;
+      const length = bounded(c.u64n(), VALUE_RULE.cap, VALUE_RULE.capReason, 'string value length', ids, at);
+      if (!c.has(length)) await c.fill(length, 'a string value', ids);
+      items[i] = decoded(c, length, VALUE_RULE, ids, at);
+    }
     return { itemType, items };
   }
   if (itemType === 'array') {
@@ -721,8 +786,8 @@ export async function parseGguf(input: ByteSource | Uint8Array, options: ParseGg
 
   // counts
   if (!c.has(16)) await c.fill(16, 'the tensor and metadata counts');
-  const tensorCount = bounded(c.u64(), GGUF_MAX_TENSORS, 'count-too-large', 'tensor count', undefined, 8);
-  const entryCount = bounded(c.u64(), GGUF_MAX_METADATA_ENTRIES, 'count-too-large', 'metadata entry count', undefined, 16);
+  const tensorCount = bounded(c.u64n(), GGUF_MAX_TENSORS, 'count-too-large', 'tensor count', undefined, 8);
+  const entryCount = bounded(c.u64n(), GGUF_MAX_METADATA_ENTRIES, 'count-too-large', 'metadata entry count', undefined, 16);
   c.require(entryCount * MIN_ENTRY_BYTES + tensorCount * MIN_TENSOR_INFO_BYTES, `${entryCount} metadata entries and ${tensorCount} tensor infos`, { tensors: tensorCount, entries: entryCount });
 
   // metadata
