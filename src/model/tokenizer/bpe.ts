@@ -127,7 +127,8 @@ export class ByteLevelBpeEngine {
       const right = queue.topRight;
       // Stale: one side was merged away or grew since this pair was queued.
       if (sym.len[left] === 0 || sym.len[right] === 0 || sym.len[left]! + sym.len[right]! !== queue.topSize) continue;
-      sym.id[left] = this.#result[queue.topPriority]!;
+      // The queue orders by rank; the merged token comes from the pair itself.
+      sym.id[left] = this.#result[this.#rank.get(sym.id[left]!, sym.id[right]!)]!;
       sym.len[left] = sym.len[left]! + sym.len[right]!;
       sym.len[right] = 0;
       const after = sym.next[right]!;
