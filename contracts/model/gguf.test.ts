@@ -331,6 +331,19 @@ describe('[MD-gguf-sources] range sources give the same file; a parse reads the 
   });
 });
 
+describe('[MD-gguf-sources] cancellation', () => {
+  it('[MD-gguf-sources] an aborted signal stops the parse with ECANCELED before the source is read', async () => {
+    const { bytes } = writeGguf({ metadata: [['general.architecture', gv.str('llama')]] });
+    const source = countingSource(bytesSource(bytes));
+    const controller = new AbortController();
+    controller.abort(new Error('user stop'));
+    await expectCodeAsync(() => parseGguf(source, { signal: controller.signal }), 'ECANCELED', 'aborted');
+    expect(source.counters.reads).toBe(0);
+    // Control: the same source parses without the signal.
+    expect((await parseGguf(source)).architecture).toBe('llama');
+  });
+});
+
 /** Reads a header of `headerBytes` may take: chunks start at the first size and double up to the largest. */
 function chunkReadsFor(headerBytes: number): number {
   let chunk = GGUF_FIRST_HEADER_CHUNK;

@@ -169,7 +169,7 @@ export interface GgufFile {
   findTensor(name: string): GgufTensorInfo | undefined;
   /** The named tensor; EINVAL `missing-tensor` when the file has none by that name. */
   tensor(name: string): GgufTensorInfo;
-  /** The tensor's bytes, read by range through the source. */
+  /** The tensor's bytes, read by range through the source (for an in-memory source, a view of its bytes). */
   readTensor(tensor: string | GgufTensorInfo): Promise<Uint8Array>;
   /** Bytes of rows [firstRow, firstRow + rowCount) of the tensor; EINVAL `range` outside its rows. */
   readTensorRows(tensor: string | GgufTensorInfo, firstRow: number, rowCount: number): Promise<Uint8Array>;
