@@ -331,6 +331,47 @@ describe('[MD-gguf-sources] range sources give the same file; a parse reads the 
   });
 });
 
+describe('[MD-gguf-sources] files larger than any ArrayBuffer', () => {
+  it('[MD-gguf-sources] a 10 GiB file (virtual source) parses from its header and serves rows past 2^32 exactly', async () => {
+    const GiB = 2 ** 30;
+    // Tensor data is never materialized: the writer emits the header only, and the source computes the
+    // data bytes from their absolute offset on demand.
+    const tensors: WriterTensor[] = [
+      { name: 'big.f32', shape: [8192, 262_144], type: 'F32', offset: 0, data: new Uint8Array(0) },
+      { name: 'big.q4k', shape: [4096, 1_048_576], type: 'Q4_K', offset: 8 * GiB, data: new Uint8Array(0) },
+    ];
+    const { bytes: header, layout } = writeGguf({ metadata: [['general.architecture', gv.str('llama')]], tensors });
+    expect(header.length).toBe(layout.dataOffset);
+    const size = layout.dataOffset + 8 * GiB + (4096 * 1_048_576 * 144) / 256;
+    const dataByte = (at: number): number => (at * 7 + Math.floor(at / 4099)) & 0xff;
+    const source = countingSource({
+      size,
+      read(offset: number, length: number): Promise<Uint8Array> {
+        const out = new Uint8Array(length);
+        for (let i = 0; i < length; i++) {
+          const at = offset + i;
+          out[i] = at < header.length ? header[at]! : dataByte(at);
+        }
+        return Promise.resolve(out);
+      },
+    });
+    const file = await parseGguf(source);
+    expect(file.size).toBe(size);
+    expect(size).toBeGreaterThan(10 * GiB);
+    const f32 = file.tensor('big.f32');
+    const q4k = file.tensor('big.q4k');
+    expect(f32.byteLength).toBe(8 * GiB);
+    expect(q4k.offset).toBe(layout.dataOffset + 8 * GiB);
+    expect(q4k.offset + q4k.byteLength).toBe(size);
+    expect(source.counters.highWater).toBeLessThanOrEqual(layout.dataOffset + GGUF_MAX_HEADER_CHUNK);
+    const last = await file.readTensorRows(q4k, q4k.rows - 2, 2);
+    const start = q4k.offset + (q4k.rows - 2) * q4k.rowBytes;
+    expect(start).toBeGreaterThan(2 ** 32);
+    expect(last.length).toBe(2 * q4k.rowBytes);
+    for (const i of [0, 1, 4097, last.length - 1]) expect(last[i], `byte ${i}`).toBe(dataByte(start + i));
+  });
+});
+
 describe('[MD-gguf-sources] cancellation', () => {
   it('[MD-gguf-sources] an aborted signal stops the parse with ECANCELED before the source is read', async () => {
     const { bytes } = writeGguf({ metadata: [['general.architecture', gv.str('llama')]] });
