@@ -26,3 +26,6 @@ export {
   parseGguf,
 } from './gguf.js';
 export type { GgufArray, GgufFile, GgufMetadata, GgufNumberArray, GgufTensorInfo, GgufValue, GgufValueType, ParseGgufOptions } from './gguf.js';
+// Weight lowering kinds: geometry, exact dequantizers, repacking into the qmatmul layout (issue 10, engineer C).
+export { LOWERING_KINDS, MAX_RANK as LOWERING_MAX_RANK, loweringKind, loweringKindById, tensorGeometry } from './lowering/index.js';
+export type { KindCodec, LoweredGeometry, LoweredTensorInfo, LoweringKind, LoweringKindName } from './lowering/index.js';

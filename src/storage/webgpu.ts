@@ -34,6 +34,9 @@ const RAISED_LIMITS = [
   'maxBindingsPerBindGroup',
 ] as const;
 
+/** Optional device features requested whenever the adapter has them (kernels pick variants from device.features). */
+const OPTIONAL_FEATURES: readonly GPUFeatureName[] = ['subgroups'];
+
 export interface WebGPUProviderOptions {
   /** The GPU entry point; defaults to `navigator.gpu`. Node passes the `webgpu` package's `create([])`. */
   readonly gpu?: GPU;
@@ -100,6 +103,11 @@ export class WebGPUProvider extends ProviderCore {
         this.#loseDuringMap = true;
       },
     });
+  }
+
+  /** WGSL language features of the GPU entry point the device came from (empty when unknown). */
+  get wgslLanguageFeatures(): ReadonlySet<string> {
+    return this.#origin?.gpu.wgslLanguageFeatures ?? (globalThis.navigator as Navigator | undefined)?.gpu?.wgslLanguageFeatures ?? new Set<string>();
   }
 
   /** The loss that ended the device, once known. */
@@ -312,7 +320,8 @@ export async function createWebGPUProvider(options: WebGPUProviderOptions = {}):
     const value = (adapter.limits as unknown as Record<string, number | undefined>)[name];
     if (typeof value === 'number') requiredLimits[name] = value;
   }
-  const descriptor: GPUDeviceDescriptor = { requiredLimits };
+  const requiredFeatures = OPTIONAL_FEATURES.filter((name) => adapter.features.has(name));
+  const descriptor: GPUDeviceDescriptor = { requiredLimits, requiredFeatures };
   if (options.label !== undefined) descriptor.label = options.label;
   const device = await adapter.requestDevice(descriptor);
   return new WebGPUProvider(device, adapter.info, { gpu, adapter });

@@ -10,6 +10,7 @@ import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT } from './matmul-nt.js';
 import { mul } from './mul.js';
+import { QMATMUL } from './qmatmul.js';
 import { rmsnorm } from './rmsnorm.js';
 import { rope } from './rope.js';
 import { scale } from './scale.js';
@@ -29,6 +30,10 @@ export type { MatmulParams } from './matmul.js';
 export type { MatmulBatchedParams } from './matmul-batched.js';
 export type { MatmulNTParams } from './matmul-nt.js';
 export type { MulParams } from './mul.js';
+export { QMATMUL, QMATMUL_VARIANTS, qmatmulOp, qmatmulTiling, qmatmulVariant, selectQMatmul } from './qmatmul.js';
+export type { QMatmulArrays, QMatmulFeatures, QMatmulParams, QMatmulTiling, QMatmulVariant } from './qmatmul.js';
+export { PACKED_BLOCK, PACKED_KINDS, QK32, QK_K, bf16ToFloat, decodePackedRow, halfToFloat, packedRowLayout, q4kScaleMin } from './qmatmul-layout.js';
+export type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
 export type { RmsnormParams } from './rmsnorm.js';
 export { RMSNORM_EPS } from './rmsnorm.js';
 export type { RopeParams } from './rope.js';
@@ -51,6 +56,20 @@ export const OPS = {
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
   mul,
+  qmatmul_f32: QMATMUL.F32.plain,
+  qmatmul_f32_subgroups: QMATMUL.F32.subgroups,
+  qmatmul_f16: QMATMUL.F16.plain,
+  qmatmul_f16_subgroups: QMATMUL.F16.subgroups,
+  qmatmul_bf16: QMATMUL.BF16.plain,
+  qmatmul_bf16_subgroups: QMATMUL.BF16.subgroups,
+  qmatmul_q8_0: QMATMUL.Q8_0.plain,
+  qmatmul_q8_0_subgroups: QMATMUL.Q8_0.subgroups,
+  qmatmul_q4_0: QMATMUL.Q4_0.plain,
+  qmatmul_q4_0_subgroups: QMATMUL.Q4_0.subgroups,
+  qmatmul_q4_k: QMATMUL.Q4_K.plain,
+  qmatmul_q4_k_subgroups: QMATMUL.Q4_K.subgroups,
+  qmatmul_q6_k: QMATMUL.Q6_K.plain,
+  qmatmul_q6_k_subgroups: QMATMUL.Q6_K.subgroups,
   rmsnorm,
   rope,
   scale,
