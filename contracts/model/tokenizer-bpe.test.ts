@@ -88,6 +88,9 @@ describe('pre-tokenizers', () => {
   it('[MD-tok-pre] llama-bpe: case-insensitive contractions, a leading non-letter joins a word, digits in threes', () => {
     expect(split('llama-bpe', SAMPLE)).toEqual(['I', "'M", ' here', ',', ' don', "'t", ' ', '123', '45', ' x']);
     expect(split('llama3', "WE'LL")).toEqual(['WE', "'LL"]);
+    // The contraction is its own pre-token even when letters follow it.
+    expect(split('llama-bpe', "'tis we'dn't")).toEqual(["'t", 'is', ' we', "'d", 'n', "'t"]);
+    expect(split('qwen2', "'TIS")).toEqual(["'T", 'IS']);
     expect(split('llama-bpe', 'a   b\n\n  c  ')).toEqual(['a', '  ', ' b', '\n\n', ' ', ' c', '  ']);
     expect(split('llama-bpe', '(x)\r\n')).toEqual(['(x', ')\r\n']);
   });
