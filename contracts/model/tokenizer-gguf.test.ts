@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { TokenType, parseTokenizer, tokenizerFromGguf } from '../../src/model/index.js';
 import type { GgufValue, Tokenizer } from '../../src/model/index.js';
 import { expectCode } from '../support/expect-error.js';
+import { fc, fcParams } from '../support/fc.js';
 import { readModelFixture } from '../support/models.js';
 import { BYTE_CHARS, bool, bpeMetadata, f32s, fixtureTokenizer, i32s, metadata, str, strings, u32 } from './tokenizer-fixtures.js';
 
@@ -216,6 +217,29 @@ describe('the real vocabularies', () => {
       expect(parts.slice(first, first + 4)).toEqual(['', '', '', '😊']);
       expect(parts.join('') + stream.flush()).toBe('hi 😊!');
     }
+  });
+});
+
+describe('lossless round trips on the real vocabularies', () => {
+  it.skipIf(qwen === undefined || llama3 === undefined)('[MD-tok-bpe] byte-level vocabularies give any text back: decodeAll(encode(s)) = s, and encoding again (from the cache) gives the same ids', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 48 }), fc.constantFrom(qwen!, llama3!), (text, t) => {
+        const ids = t.encode(text, { bos: false });
+        expect(t.decodeAll(ids)).toBe(text);
+        expect(t.encode(text, { bos: false })).toEqual(ids);
+      }),
+      fcParams(300),
+    );
+  });
+
+  it.skipIf(stories === undefined)('[MD-tok-spm] byte fallback makes tok512 lossless too: after BOS, decodeAll(encode(s)) = s', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 48 }), (text) => {
+        const ids = stories!.encode(text);
+        expect(stories!.decodeAll(ids)).toBe(text);
+      }),
+      fcParams(300),
+    );
   });
 });
 
