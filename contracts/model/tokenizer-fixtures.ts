@@ -6,7 +6,7 @@
 // published GPT-2 rule: printable Latin-1 bytes stand for themselves, the other 68 take U+0100 on in byte
 // order), so synthetic vocabularies check the implementation rather than echo it.
 import { parseGguf, tokenizerFromGguf } from '../../src/model/index.js';
-import type { GgufValue, Tokenizer, TokenizerMetadata } from '../../src/model/index.js';
+import type { ChatInput, GgufValue, Tokenizer, TokenizerMetadata } from '../../src/model/index.js';
 import { readGgufFixture, readGgufReference } from '../support/gguf-fixtures.js';
 import type { GgufFixture, GgufReference } from '../support/gguf-fixtures.js';
 
@@ -15,10 +15,8 @@ export interface TokenizeCase {
   readonly ids: readonly number[];
 }
 
-export interface ChatCase {
-  readonly messages: readonly { readonly role: string; readonly content: string }[];
-  readonly add_generation_prompt: boolean;
-  readonly bos_token?: string;
+/** One reference rendering: apply_chat_template's variables plus the text they render to. */
+export interface ChatCase extends ChatInput {
   readonly rendered: string;
 }
 

@@ -87,12 +87,12 @@ describe('tokenizerFromGguf validates every field before building', () => {
     empty.set(K.tokens, strings([]));
     refused(empty, 'EINVAL', 'empty-vocabulary');
     const blank = spmMetadata();
-    const tokens = (blank.get(K.tokens)!.value as { items: string[] }).items.slice();
+    const tokens = [...(blank.get(K.tokens)!.value as unknown as { items: readonly string[] }).items];
     tokens[100] = '';
     blank.set(K.tokens, strings(tokens));
     expect(refused(blank, 'EINVAL', 'empty-token')).toEqual({ token: 100 });
     const twice = spmMetadata();
-    const dup = (twice.get(K.tokens)!.value as { items: string[] }).items.slice();
+    const dup = [...(twice.get(K.tokens)!.value as unknown as { items: readonly string[] }).items];
     dup[261] = 'a';
     twice.set(K.tokens, strings(dup));
     expect(refused(twice, 'EINVAL', 'duplicate-token')).toEqual({ token: 261, first: 260 });
@@ -107,20 +107,20 @@ describe('tokenizerFromGguf validates every field before building', () => {
     expect(refused(types, 'EINVAL', 'length-mismatch')).toEqual({ key: K.types, expected: 262, actual: 263 });
     for (const bad of [NaN, Infinity]) {
       const m = spmMetadata();
-      const s = Array.from((m.get(K.scores)!.value as { items: Float32Array }).items);
+      const s = Array.from((m.get(K.scores)!.value as unknown as { items: Float32Array }).items);
       s[7] = bad;
       m.set(K.scores, f32s(s));
       expect(refused(m, 'EINVAL', 'non-finite')).toEqual({ key: K.scores, token: 7 });
     }
     for (const bad of [7, -1]) {
       const m = spmMetadata();
-      const t = Array.from((m.get(K.types)!.value as { items: Int32Array }).items);
+      const t = Array.from((m.get(K.types)!.value as unknown as { items: Int32Array }).items);
       t[260] = bad;
       m.set(K.types, i32s(t));
       expect(refused(m, 'EINVAL', 'bad-token-type')).toEqual({ token: 260, value: String(bad) });
     }
     const byte = spmMetadata();
-    const t = Array.from((byte.get(K.types)!.value as { items: Int32Array }).items);
+    const t = Array.from((byte.get(K.types)!.value as unknown as { items: Int32Array }).items);
     t[260] = TokenType.Byte;
     byte.set(K.types, i32s(t));
     expect(refused(byte, 'EINVAL', 'bad-byte-token')).toEqual({ token: 260 });

@@ -223,7 +223,7 @@ export class VocabTokenizer implements Tokenizer {
       case TokenType.Normal: {
         const bytes = this.#normalBytes(token);
         // After BOS, SentencePiece drops the space it put before the text.
-        const dropSpace = this.model === 'llama' && this.addSpacePrefix && prev === this.special.bos && prev !== undefined && bytes[0] === SPACE;
+        const dropSpace = this.model === 'llama' && this.addSpacePrefix && prev === this.special.bos && bytes[0] === SPACE;
         return dropSpace ? bytes.subarray(1) : bytes;
       }
       case TokenType.Byte:
