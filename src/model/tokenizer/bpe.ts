@@ -21,6 +21,8 @@ import type { MutableCounters } from './vocab.js';
 const NO_SYMBOL = -1;
 /** Distinct pieces the cache remembers before it starts over. */
 export const BPE_CACHE_ENTRIES = 1 << 15;
+/** Longer pieces are merged every time rather than kept (the cache stays small in bytes too). */
+const MAX_CACHED_PIECE_LENGTH = 256;
 const BYTE_VALUES = 256;
 
 export class ByteLevelBpeEngine {
@@ -91,8 +93,10 @@ export class ByteLevelBpeEngine {
     const n = this.#utf8.encode(piece);
     const bytes = this.#utf8.buffer;
     const result = (this.#pre.ignoreMerges ? this.#wholeToken(bytes, n) : undefined) ?? this.#merge(bytes, n, counters);
-    if (this.#cache.size >= BPE_CACHE_ENTRIES) this.#cache.clear();
-    this.#cache.set(piece, result);
+    if (piece.length <= MAX_CACHED_PIECE_LENGTH) {
+      if (this.#cache.size >= BPE_CACHE_ENTRIES) this.#cache.clear();
+      this.#cache.set(piece, result);
+    }
     for (const id of result) out.push(id);
   }
 
