@@ -3,6 +3,11 @@
 export { BOS_ID, BYTE_FALLBACK_BASE, BPE_CACHE_ENTRIES, EOS_ID, GGUF_TOKENIZER_KEYS, PRE_TOKENIZER_NAMES, TokenType, UNK_ID, parseTokenizer, tokenizerFromGguf, tokenizerIdentityBytes } from './tokenizer/index.js';
 export type { DecodeAllOptions, EncodeOptions, SpecialTokens, TokenTextStream, Tokenizer, TokenizerCounters, TokenizerMetadata, TokenizerMetadataValue, TokenizerModel } from './tokenizer/index.js';
 export { renderChat } from './chat.js';
+// llama2.c checkpoints and model identity (moved from src/session; issue 10, engineer D).
+export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './llama2c-checkpoint.js';
+export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './llama2c-checkpoint.js';
+export { modelIdentity, tokenizerIdentity } from './identity.js';
+export type { ModelIdentity } from './identity.js';
 export type { ChatInput, ChatMessage } from './chat.js';
 // GGUF reader and the range sources it reads through (issue 10, engineer A).
 export { GGML_TYPES, LOWERING_TYPE_NAMES, ggmlByteLength, ggmlTypeById, ggmlTypeByName, isLoweringType, requireLoweringType } from './ggml-types.js';

@@ -1,12 +1,8 @@
-// Public face of the inference layer (DESIGN.md "src/session"). So far: the llama2.c checkpoint and
-// tokenizer parsers (validate everything before building anything), model identity, and the host
-// reference forward pass that the op-library forward is checked against.
-export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './model-file.js';
-export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './model-file.js';
+// Public face of the inference layer (DESIGN.md "src/session"): the text session, prompt caches, model
+// sources and the host reference forward pass that the op-library forward is checked against. File
+// formats, tokenizers and model identity live in src/model (exported from src/index.ts).
 export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from '../model/index.js';
 export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from '../model/index.js';
-export { modelIdentity, tokenizerIdentity } from './identity.js';
-export type { ModelIdentity } from './identity.js';
 export {
   REFERENCE_MAX_CACHE_BYTES,
   RMSNORM_EPS as REFERENCE_RMSNORM_EPS,

@@ -29,7 +29,7 @@ import {
   siluMul,
 } from '../submit/index.js';
 import type { CompiledGraph, DispatchSpec, GraphInput, Runtime, StepValues } from '../submit/index.js';
-import type { LlamaConfig, LlamaModelFile } from './model-file.js';
+import type { LlamaConfig, LlamaModelFile } from '../model/index.js';
 
 export interface LlamaForwardOptions {
   /** Cache length in positions (default and maximum: the model's seqLen). */

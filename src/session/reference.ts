@@ -14,7 +14,7 @@
 // attention with grouped KV heads (query head h reads KV head floor(h / (n_heads / n_kv_heads))),
 // SiLU-gated MLP, classifier = wcls (the token embedding when shared).
 import { TenonError } from '../errors.js';
-import type { LlamaConfig, LlamaModelFile } from './model-file.js';
+import type { LlamaConfig, LlamaModelFile } from '../model/index.js';
 import { BOS_ID } from '../model/index.js';
 
 /** run.c's rmsnorm epsilon. */

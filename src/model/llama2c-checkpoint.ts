@@ -1,4 +1,4 @@
-// llama2.c checkpoint parser (DESIGN.md "src/session — Model"; seed 003 construction validation).
+// llama2.c checkpoint parser (DESIGN.md "src/model": one reader per file format; seed 003 construction validation).
 //
 // Contract: `parseLlamaModel(bytes)` is a pure function of the bytes it is given. It reads the header,
 // checks every field, computes the exact byte length the header implies with exact integer arithmetic

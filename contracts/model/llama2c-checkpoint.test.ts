@@ -11,8 +11,8 @@ import type { LlamaModelFile } from '../../src/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { readModelFixture } from '../support/models.js';
-import { STORIES260K, buildV0, readV0Tensors, tensorSizes, v0Offset, v0ToV1, withHeaderField } from './llama-files.js';
-import type { HeaderFields } from './llama-files.js';
+import { STORIES260K, buildV0, readV0Tensors, tensorSizes, v0Offset, v0ToV1, withHeaderField } from '../session/llama-files.js';
+import type { HeaderFields } from '../session/llama-files.js';
 
 const stories = await readModelFixture('stories260K.bin');
 const noModel = stories === undefined;

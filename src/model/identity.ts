@@ -1,4 +1,4 @@
-// Model and tokenizer identity (DESIGN.md "src/session — Model": a SHA-256 over config, weights and
+// Model and tokenizer identity (DESIGN.md "src/model": a SHA-256 over config, weights and
 // tokenizer). Prompt caches record both ids and load only into the model and tokenizer they came from.
 //
 // Definitions (stable; changing them invalidates every saved cache):
@@ -16,9 +16,9 @@
 // Uses WebCrypto (`crypto.subtle`, present in Node 20 and in secure browser contexts); without it the
 // functions reject with ENOTSUP 'no-webcrypto'. Nothing here writes its inputs.
 import { TenonError } from '../errors.js';
-import type { LlamaModelFile } from './model-file.js';
-import type { Tokenizer } from '../model/index.js';
-import { tokenizerIdentityBytes } from '../model/index.js';
+import type { LlamaModelFile } from './llama2c-checkpoint.js';
+import type { Tokenizer } from './tokenizer/index.js';
+import { tokenizerIdentityBytes } from './tokenizer/index.js';
 
 const OP = 'session.modelIdentity';
 const MODEL_TAG = 'tenon/llama2c-model/1';

@@ -9,14 +9,14 @@ import { modelIdentity, parseLlamaModel, parseTokenizer, tokenizerIdentity } fro
 import type { LlamaModelFile, LlamaTensorName } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
 import { MODEL_FIXTURES, readModelFixture } from '../support/models.js';
-import { buildTokenizer, buildV0, specialAndByteTokens, v0Offset, v0ToV1 } from './llama-files.js';
-import type { HeaderFields } from './llama-files.js';
+import { buildTokenizer, buildV0, specialAndByteTokens, v0Offset, v0ToV1 } from '../session/llama-files.js';
+import type { HeaderFields } from '../session/llama-files.js';
 
 const stories = await readModelFixture('stories260K.bin');
 const tok512 = await readModelFixture('tok512.bin');
 const noFixtures = stories === undefined || tok512 === undefined;
 
-/** modelId of stories260K.bin with tok512.bin, pinned (the definition is in src/session/identity.ts). */
+/** modelId of stories260K.bin with tok512.bin, pinned (the definition is in src/model/identity.ts). */
 const STORIES260K_MODEL_ID = 'f90396002212a3fa94b64a974f5d2a46fa8ec7aa736bd44d968408b1118bc5dc';
 
 const SMALL: HeaderFields = { dim: 16, hiddenDim: 24, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 300, seqLen: 6 };
