@@ -1,17 +1,21 @@
-// rope (rotary position embedding, llama2.c layout), in place over x [count, heads * head_dim]:
-// row t sits at position pos = pos0 + t; within each head the pairs (2i, 2i+1), i in 0..head_dim/2-1,
-// are rotated by the angle pos * freq[i], freq[i] = 1 / theta^(2i / head_dim):
-//   x[2i]   = x0 * cos - x1 * sin
-//   x[2i+1] = x0 * sin + x1 * cos
-// Used for q (heads = n_heads) and for k (heads = n_kv_heads). In place because a tensor cannot be
-// bound for reading and writing in one dispatch.
+// rope (rotary position embedding), in place over x [count, heads * head_dim]: row t sits at position
+// pos = pos0 + t; within each head, pair i (i in 0..head_dim/2-1) is rotated by the angle pos * freq[i]:
+//   x[a] = x0 * cos - x1 * sin
+//   x[b] = x0 * sin + x1 * cos
+// where (a, b) = (2i, 2i+1) in the llama2.c / GGML "normal" style (NEOX = false: llama) and
+// (i, i + head_dim/2) in the NEOX style (NEOX = true: qwen2 and other GPT-NeoX-derived models). The
+// host computes freq[i] = 1 / theta^(2i / head_dim), divided by a per-pair frequency factor where the
+// model has one (Llama 3 `rope_freqs`), and packs the table into the uniform; the kernel knows neither
+// theta nor the factors. Used for q (heads = n_heads) and for k (heads = n_kv_heads). In place because a
+// tensor cannot be bound for reading and writing in one dispatch.
 //
-// Precision: the host packs freq[] into the uniform, rounded to f32 exactly as llama2.c computes it
-// (powf in float), so host and device start from the same f32 angle (one correctly rounded f32
-// product). WGSL's pow/sin/cos are not correctly rounded, and an error of a few ulp in freq turns into
-// ~pos * 1e-7 rad, so neither is used: the angle is reduced by a three-part Cody-Waite split of pi/2
-// (PIO2_HI has 8 significant bits, so q * PIO2_HI is exact for quadrants q < 2^16, i.e. angles up to
-// ~1e5 rad) and sin/cos come from their Taylor series on [-pi/4, pi/4] (truncation below 2e-9).
+// Precision: the table holds f32 values rounded exactly as the host twin rounds them (llama2.c's float
+// powf, then the f32 quotient by the factor), so host and device start from the same f32 angle (one
+// correctly rounded f32 product). WGSL's pow/sin/cos are not correctly rounded, and an error of a few ulp
+// in freq turns into ~pos * 1e-7 rad, so neither is used: the angle is reduced by a three-part Cody-Waite
+// split of pi/2 (PIO2_HI has 8 significant bits, so q * PIO2_HI is exact for quadrants q < 2^16, i.e.
+// angles up to ~1e5 rad; the host refuses larger ones) and sin/cos come from their Taylor series on
+// [-pi/4, pi/4] (truncation below 2e-9).
 // One pair per invocation; the dispatch folds into y past maxComputeWorkgroupsPerDimension.
 struct Params {
   x_off: u32,
@@ -30,6 +34,8 @@ struct Params {
 @group(0) @binding(1) var<uniform> p: Params;
 
 override WG: u32 = 64;
+// Pairing style: false = (2i, 2i+1), true = (i, i + head_dim/2).
+override NEOX: bool = false;
 
 const TWO_OVER_PI: f32 = 0.63661977236758134;
 const PIO2_HI: f32 = 1.5703125;
@@ -69,9 +75,11 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) grou
   let i = in_row - h * half;
   let angle = f32(p.pos0 + t) * p.freq4[i / 4u][i % 4u];
   let sc = sincos(angle);
-  let at = p.x_off + t * p.heads * p.head_dim + h * p.head_dim + 2u * i;
-  let x0 = x[at];
-  let x1 = x[at + 1u];
-  x[at] = x0 * sc.y - x1 * sc.x;
-  x[at + 1u] = x0 * sc.x + x1 * sc.y;
+  let head = p.x_off + t * p.heads * p.head_dim + h * p.head_dim;
+  let a = head + select(2u * i, i, NEOX);
+  let b = a + select(1u, half, NEOX);
+  let x0 = x[a];
+  let x1 = x[b];
+  x[a] = x0 * sc.y - x1 * sc.x;
+  x[b] = x0 * sc.x + x1 * sc.y;
 }

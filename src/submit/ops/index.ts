@@ -36,8 +36,8 @@ export { PACKED_BLOCK, PACKED_KINDS, QK32, QK_K, bf16ToFloat, decodePackedRow, h
 export type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
 export type { RmsnormParams } from './rmsnorm.js';
 export { RMSNORM_EPS } from './rmsnorm.js';
-export type { RopeParams } from './rope.js';
-export { ROPE_MAX_HEAD_DIM, ROPE_MAX_POSITION, ROPE_THETA, ropeFrequencies } from './rope.js';
+export type { RopeParams, RopeStyle } from './rope.js';
+export { ROPE_MAX_HEAD_DIM, ROPE_MAX_POSITION, ROPE_STYLES, ROPE_THETA, ropeFrequencies, ropeTable } from './rope.js';
 export type { ScaleParams } from './scale.js';
 export type { SiluMulParams } from './silu-mul.js';
 export type { SoftmaxParams } from './softmax.js';
