@@ -4,6 +4,7 @@ import { add } from './add.js';
 import { addInplace } from './add-inplace.js';
 import { argmax } from './argmax.js';
 import { attention } from './attention.js';
+import { biasAdd } from './bias-add.js';
 import { gather } from './gather.js';
 import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
@@ -18,12 +19,13 @@ import { siluMul } from './silu-mul.js';
 import { softmax } from './softmax.js';
 import type { AnyOpDef } from './types.js';
 
-export { add, addInplace, argmax, attention, gather, kvWrite, matmul, matmulBatched, matmulNT, mul, rmsnorm, rope, scale, siluMul, softmax };
+export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, mul, rmsnorm, rope, scale, siluMul, softmax };
 export type { AddParams } from './add.js';
 export type { AddInplaceParams } from './add-inplace.js';
 export type { ArgmaxParams } from './argmax.js';
 export type { AttentionParams } from './attention.js';
 export { attentionScale } from './attention.js';
+export type { BiasAddParams } from './bias-add.js';
 export type { GatherParams } from './gather.js';
 export type { KvWriteParams } from './kv-write.js';
 export type { MatmulParams } from './matmul.js';
@@ -50,6 +52,7 @@ export const OPS = {
   add_inplace: addInplace,
   argmax,
   attention,
+  bias_add: biasAdd,
   gather,
   kv_write: kvWrite,
   matmul,
