@@ -11,6 +11,7 @@ import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT } from './matmul-nt.js';
 import { mul } from './mul.js';
+import { QGATHER } from './qgather.js';
 import { QMATMUL } from './qmatmul.js';
 import { rmsnorm } from './rmsnorm.js';
 import { rope } from './rope.js';
@@ -36,6 +37,9 @@ export { QMATMUL, QMATMUL_VARIANTS, qmatmulOp, qmatmulTiling, qmatmulVariant, se
 export type { QMatmulArrays, QMatmulFeatures, QMatmulParams, QMatmulTiling, QMatmulVariant } from './qmatmul.js';
 export { PACKED_BLOCK, PACKED_KINDS, QK32, QK_K, bf16ToFloat, decodePackedRow, halfToFloat, packedRowLayout, q4kScaleMin } from './qmatmul-layout.js';
 export type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
+export { QGATHER, qgatherOp } from './qgather.js';
+export type { QGatherArrays, QGatherParams } from './qgather.js';
+export { PACKED_KIND_ID, UNIT_ELEMENTS, unitWorkgroup, walkUnits } from './qunit.js';
 export type { RmsnormParams } from './rmsnorm.js';
 export { RMSNORM_EPS } from './rmsnorm.js';
 export type { RopeParams, RopeStyle } from './rope.js';
@@ -73,6 +77,13 @@ export const OPS = {
   qmatmul_q4_k_subgroups: QMATMUL.Q4_K.subgroups,
   qmatmul_q6_k: QMATMUL.Q6_K.plain,
   qmatmul_q6_k_subgroups: QMATMUL.Q6_K.subgroups,
+  qgather_f32: QGATHER.F32,
+  qgather_f16: QGATHER.F16,
+  qgather_bf16: QGATHER.BF16,
+  qgather_q8_0: QGATHER.Q8_0,
+  qgather_q4_0: QGATHER.Q4_0,
+  qgather_q4_k: QGATHER.Q4_K,
+  qgather_q6_k: QGATHER.Q6_K,
   rmsnorm,
   rope,
   scale,

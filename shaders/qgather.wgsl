@@ -1,0 +1,209 @@
+// qgather (quantized embedding lookup): out[t, :] = dequant(W[ids[t], :]) for t in 0..count-1, with W
+// [vocab, K] in the packed layout of the override constant KIND (src/submit/ops/qmatmul-layout.ts; rows
+// of row_words u32 words, the planes of each row at word offsets plane1..plane3). ids u32 [count] (i32
+// ids are bound as the same bits: a negative id reads as >= 2^31); out f32 [count, K]. An id >= vocab has
+// no row: its output row is all zeros, as in gather.wgsl and the host twin.
+//
+// One workgroup per output row (rows fold into y past maxComputeWorkgroupsPerDimension). Its WG
+// invocations walk the row in units (src/submit/ops/qunit.ts): unit u goes to invocation u mod WG, so
+// adjacent invocations load adjacent words; each unit is dequantized in registers with the f32 operations
+// of GGML's dequantize_row_* in the same order (the host twin's), and its 4, 8 or 16 elements are stored.
+struct Params {
+  ids_off: u32,
+  w_off: u32,
+  out_off: u32,
+  count: u32,
+  vocab: u32,
+  k: u32,
+  row_words: u32,
+  units: u32,
+  plane1: u32,
+  plane2: u32,
+  plane3: u32,
+  _pad0: u32,
+}
+
+@group(0) @binding(0) var<storage, read> ids: array<u32>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+// The packed kind (PACKED_KIND_ID in src/submit/ops/qunit.ts).
+const KIND_F32: u32 = 0u;
+const KIND_F16: u32 = 1u;
+const KIND_BF16: u32 = 2u;
+const KIND_Q8_0: u32 = 3u;
+const KIND_Q4_0: u32 = 4u;
+const KIND_Q4_K: u32 = 5u;
+const KIND_Q6_K: u32 = 6u;
+override KIND: u32 = KIND_F32;
+// Invocations per workgroup: a power of two in 32..256.
+override WG: u32 = 64u;
+
+// One unit, dequantized: groups of 4 adjacent elements starting at elements k0, k0 + stride, ...; in
+// group 0 only the first `valid` elements exist (the tail of a float row).
+struct Unit {
+  w: array<vec4f, 4>,
+  k0: u32,
+  stride: u32,
+  valid: u32,
+}
+
+// Groups per unit of this kind.
+fn groups() -> u32 {
+  switch (KIND) {
+    case KIND_Q4_0, KIND_Q4_K: { return 2u; }
+    case KIND_Q6_K: { return 4u; }
+    default: { return 1u; }
+  }
+}
+
+// The f16 of block b in the half plane starting at word `plane` of the row at `row`.
+fn half_of(row: u32, plane: u32, b: u32) -> f32 {
+  let pair = unpack2x16float(w[row + plane + (b >> 1u)]);
+  return select(pair.x, pair.y, (b & 1u) == 1u);
+}
+
+// The two bfloat16 of a word (low half first), widened exactly.
+fn bf16_pair(v: u32) -> vec2f {
+  return vec2f(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xffff0000u));
+}
+
+// The four int8 of a word, little-endian, sign-extended.
+fn i8x4(v: u32) -> vec4f {
+  return vec4f(vec4i(i32(v << 24u), i32(v << 16u), i32(v << 8u), i32(v)) >> vec4u(24u));
+}
+
+// The low and the high nibbles of a word's four bytes (byte 0 first).
+fn low_nibbles(v: u32) -> vec4f {
+  return vec4f(vec4u(v, v >> 8u, v >> 16u, v >> 24u) & vec4u(15u));
+}
+fn high_nibbles(v: u32) -> vec4f {
+  return vec4f(vec4u(v >> 4u, v >> 12u, v >> 20u, v >> 28u) & vec4u(15u));
+}
+
+// Byte i (0..11) of Q4_K's three scale words.
+fn scale_byte(s3: vec3u, i: u32) -> u32 {
+  return (s3[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu;
+}
+
+// Q4_K's 6-bit scale (x) and min (y) of sub-block s: sub-blocks 0..3 keep them in the low 6 bits of bytes
+// s and s + 4; sub-blocks 4..7 keep their low 4 bits in byte s + 4 (scale low nibble, min high nibble)
+// and their top 2 bits in the top bits of bytes s - 4 (scale) and s (min).
+fn scale_min(s3: vec3u, s: u32) -> vec2f {
+  if (s < 4u) {
+    return vec2f(f32(scale_byte(s3, s) & 63u), f32(scale_byte(s3, s + 4u) & 63u));
+  }
+  let low = scale_byte(s3, s + 4u);
+  let sc = (low & 15u) | ((scale_byte(s3, s - 4u) >> 6u) << 4u);
+  let mn = (low >> 4u) | ((scale_byte(s3, s) >> 6u) << 4u);
+  return vec2f(f32(sc), f32(mn));
+}
+
+// Four Q6_K quants (one per byte of v) minus their offset 32.
+fn q6x4(v: u32) -> vec4f {
+  return vec4f(vec4u(v, v >> 8u, v >> 16u, v >> 24u) & vec4u(255u)) - vec4f(32.0);
+}
+
+// Signed byte i (0..3) of v.
+fn int8_of(v: u32, i: u32) -> f32 {
+  return f32(i32(v << (24u - 8u * i)) >> 24u);
+}
+
+// Unit u of the packed row whose first word is `row`, dequantized.
+fn unit_of(row: u32, u: u32) -> Unit {
+  var q: Unit;
+  q.valid = 4u;
+  switch (KIND) {
+    case KIND_F32: {
+      q.k0 = 4u * u;
+      q.valid = min(4u, p.k - q.k0);
+      let last = row + p.k - 1u;
+      let v = vec4u(w[min(row + q.k0, last)], w[min(row + q.k0 + 1u, last)], w[min(row + q.k0 + 2u, last)], w[min(row + q.k0 + 3u, last)]);
+      q.w[0] = bitcast<vec4f>(v);
+    }
+    case KIND_F16, KIND_BF16: {
+      q.k0 = 4u * u;
+      q.valid = min(4u, p.k - q.k0);
+      // An odd word count leaves the last unit one word short: its second word is never used.
+      let a = w[row + 2u * u];
+      let b = w[row + min(2u * u + 1u, p.row_words - 1u)];
+      if (KIND == KIND_F16) {
+        q.w[0] = vec4f(unpack2x16float(a), unpack2x16float(b));
+      } else {
+        q.w[0] = vec4f(bf16_pair(a), bf16_pair(b));
+      }
+    }
+    case KIND_Q8_0: {
+      q.k0 = 4u * u;
+      q.w[0] = i8x4(w[row + u]) * half_of(row, p.plane1, u >> 3u);
+    }
+    case KIND_Q4_0: {
+      let b = u >> 2u;
+      q.k0 = b * 32u + (u & 3u) * 4u;
+      q.stride = 16u;
+      let v = w[row + u];
+      let d = half_of(row, p.plane1, b);
+      q.w[0] = (low_nibbles(v) - vec4f(8.0)) * d;
+      q.w[1] = (high_nibbles(v) - vec4f(8.0)) * d;
+    }
+    case KIND_Q4_K: {
+      let b = u >> 5u;
+      let c = (u >> 3u) & 3u;
+      q.k0 = b * 256u + c * 64u + (u & 7u) * 4u;
+      q.stride = 32u;
+      let v = w[row + u];
+      let sb = row + p.plane1 + b * 3u;
+      let s3 = vec3u(w[sb], w[sb + 1u], w[sb + 2u]);
+      let dm = unpack2x16float(w[row + p.plane2 + b]);
+      let lo = scale_min(s3, 2u * c);
+      let hi = scale_min(s3, 2u * c + 1u);
+      q.w[0] = (dm.x * lo.x) * low_nibbles(v) - vec4f(dm.y * lo.y);
+      q.w[1] = (dm.x * hi.x) * high_nibbles(v) - vec4f(dm.y * hi.y);
+    }
+    case KIND_Q6_K: {
+      let b = u >> 4u;
+      let t = u & 15u;
+      let h = t >> 3u;
+      let l4 = t & 7u;
+      q.k0 = b * 256u + h * 128u + l4 * 4u;
+      q.stride = 32u;
+      let qa = w[row + b * 32u + h * 16u + l4];
+      let qb = w[row + b * 32u + h * 16u + 8u + l4];
+      let qh = w[row + p.plane1 + b * 16u + t];
+      // Scales 8h + j + 2g, j = l4 / 4: bytes j and j + 2 of scale words 2h (g = 0, 1) and 2h + 1 (g = 2, 3).
+      let sw = row + p.plane2 + b * 4u + h * 2u;
+      let sc_a = w[sw];
+      let sc_b = w[sw + 1u];
+      let j = l4 >> 2u;
+      let d = half_of(row, p.plane3, b);
+      q.w[0] = (d * int8_of(sc_a, j)) * q6x4((qa & 0x0f0f0f0fu) | ((qh & 0x03030303u) << 4u));
+      q.w[1] = (d * int8_of(sc_a, j + 2u)) * q6x4((qb & 0x0f0f0f0fu) | (((qh >> 2u) & 0x03030303u) << 4u));
+      q.w[2] = (d * int8_of(sc_b, j)) * q6x4(((qa >> 4u) & 0x0f0f0f0fu) | (((qh >> 4u) & 0x03030303u) << 4u));
+      q.w[3] = (d * int8_of(sc_b, j + 2u)) * q6x4(((qb >> 4u) & 0x0f0f0f0fu) | (((qh >> 6u) & 0x03030303u) << 4u));
+    }
+    default: {}
+  }
+  return q;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups_n: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let t = wid.x + wid.y * groups_n.x;
+  if (t >= p.count) { return; }
+  let id = ids[p.ids_off + t];
+  let hit = id < p.vocab;
+  let row = p.w_off + min(id, p.vocab - 1u) * p.row_words;
+  let ob = p.out_off + t * p.k;
+  let n_groups = groups();
+  for (var u = lid; u < p.units; u += WG) {
+    var q = unit_of(row, u);
+    for (var g = 0u; g < n_groups; g++) {
+      let at = ob + q.k0 + g * q.stride;
+      for (var c = 0u; c < 4u; c++) {
+        if (g > 0u || c < q.valid) { out[at + c] = select(0.0, q.w[g][c], hit); }
+      }
+    }
+  }
+}

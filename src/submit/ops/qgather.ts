@@ -1,0 +1,112 @@
+// qgather (quantized embedding lookup): out[t, :] = dequant(W[ids[t], :]) for ids u32|i32 [count], W
+// [vocab, dim] as packed rows of one kind (a u32 tensor [vocab, rowWords]; F32 also as an f32 tensor
+// [vocab, dim]; src/submit/ops/qmatmul-layout.ts), out f32 [count, dim] (shaders/qgather.wgsl). An id
+// outside 0..vocab-1 (negative i32 ids included) yields a row of zeros on both implementations, as gather
+// does. The token embedding of a GGUF model stays packed (Q6_K, Q4_K, Q8_0, F16, ...): only the rows of
+// the tokens in flight are ever dequantized.
+//
+// One op per kind, all sharing one shader specialized by the override constant KIND (qunit.ts): the
+// dequantization of a unit is the only part that differs, and a gather has no reduction to vary. A
+// workgroup per output row walks the row's units with adjacent invocations on adjacent words.
+import { TenonError } from '../../errors.js';
+import shader from '../../../shaders/qgather.wgsl?raw';
+import { F32, INDEX_TYPES, U32, checkOperands, checkShape, checkSize, linearWorkgroups, packParams, rejectParam } from './common.js';
+import { PACKED_KINDS, decodePackedRow, packedRowLayout } from './qmatmul-layout.js';
+import type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
+import { PACKED_KIND_ID, unitWorkgroup, walkUnits } from './qunit.js';
+import type { OpBinding, OpDef } from './types.js';
+
+export interface QGatherParams {
+  /** Number of ids (output rows). */
+  readonly count: number;
+  /** Rows of the packed table. */
+  readonly vocab: number;
+  /** Elements per row (a whole number of the kind's blocks). */
+  readonly dim: number;
+}
+
+export type QGatherArrays = readonly [ids: Uint32Array | Int32Array, w: Uint32Array | Float32Array, out: Float32Array];
+
+/** Bytes of the uniform params struct (12 u32 fields). */
+const PARAMS_BYTES = 48;
+
+function makeQGather(kind: PackedKind): OpDef<QGatherParams, QGatherArrays> {
+  const name = `qgather_${kind.toLowerCase()}`;
+  const bindings: readonly OpBinding[] = [
+    { name: 'ids', access: 'read', dtypes: INDEX_TYPES },
+    { name: 'w', access: 'read', dtypes: kind === 'F32' ? ['f32', 'u32'] : U32 },
+    { name: 'out', access: 'read_write', dtypes: F32 },
+  ];
+  const layoutOf = (p: QGatherParams): PackedRowLayout => {
+    try {
+      return packedRowLayout(kind, p.dim, `ops.${name}`);
+    } catch (err) {
+      if (err instanceof TenonError && err.reason === 'bad-param') rejectParam(name, 'dim', `dim = ${String(p.dim)} is not a whole number of ${kind} blocks`);
+      throw err;
+    }
+  };
+  return {
+    name,
+    shader,
+    entryPoint: 'main',
+    bindings,
+    paramsBytes: PARAMS_BYTES,
+    check(operands, p) {
+      checkOperands(name, bindings, operands);
+      checkSize(name, 'count', p.count);
+      checkSize(name, 'vocab', p.vocab);
+      checkSize(name, 'dim', p.dim);
+      const layout = layoutOf(p);
+      checkShape(name, 'ids', operands[0]!, [p.count]);
+      checkShape(name, 'w', operands[1]!, [p.vocab, layout.rowWords]);
+      checkShape(name, 'out', operands[2]!, [p.count, p.dim]);
+    },
+    params(p, offsets) {
+      const layout = layoutOf(p);
+      return packParams(PARAMS_BYTES, [
+        { u32: offsets[0]! },
+        { u32: offsets[1]! },
+        { u32: offsets[2]! },
+        { u32: p.count },
+        { u32: p.vocab },
+        { u32: p.dim },
+        { u32: layout.rowWords },
+        { u32: walkUnits(layout) },
+        { u32: layout.planes[0] },
+        { u32: layout.planes[1] },
+        { u32: layout.planes[2] },
+      ]);
+    },
+    constants(p) {
+      return { KIND: PACKED_KIND_ID[kind], WG: unitWorkgroup(walkUnits(layoutOf(p))) };
+    },
+    workgroups(p, limits) {
+      return linearWorkgroups(name, p.count, limits);
+    },
+    host(p, [ids, w, out]) {
+      // Each row is decoded straight into its output row: no other copy of the weights exists.
+      const { count, vocab, dim } = p;
+      const layout = layoutOf(p);
+      const words = w instanceof Uint32Array ? w : new Uint32Array(w.buffer, w.byteOffset, w.length);
+      for (let t = 0; t < count; t++) {
+        const id = ids[t]!;
+        if (id >= 0 && id < vocab) decodePackedRow(layout, words, id * layout.rowWords, out.subarray(t * dim, (t + 1) * dim));
+        else out.fill(0, t * dim, (t + 1) * dim);
+      }
+    },
+  };
+}
+
+function table(): Readonly<Record<PackedKind, OpDef<QGatherParams, QGatherArrays>>> {
+  return Object.freeze(Object.fromEntries(PACKED_KINDS.map((kind) => [kind, makeQGather(kind)])) as Record<PackedKind, OpDef<QGatherParams, QGatherArrays>>);
+}
+
+/** Every qgather op, by kind. */
+export const QGATHER = table();
+
+/** The qgather op of one kind; EINVAL `bad-param` for an unknown kind. */
+export function qgatherOp(kind: PackedKind): OpDef<QGatherParams, QGatherArrays> {
+  const op = (QGATHER as Partial<Record<string, OpDef<QGatherParams, QGatherArrays>>>)[kind];
+  if (op === undefined) throw new TenonError('EINVAL', `no qgather for ${String(kind)}`, { op: 'ops.qgather', reason: 'bad-param', ids: { kind: String(kind) } });
+  return op;
+}
