@@ -47,6 +47,7 @@ export class HostProvider extends ProviderCore {
       claimAlignment: 1,
       writeGranularity: 1,
       maxAllocationBytes: options.maxAllocationBytes ?? DEFAULT_MAX_HOST_ALLOCATION,
+      maxBindingBytes: options.maxAllocationBytes ?? DEFAULT_MAX_HOST_ALLOCATION,
     });
   }
 

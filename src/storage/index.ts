@@ -5,7 +5,7 @@
 export { createHostProvider, HostProvider } from './host.js';
 export type { HostProviderOptions } from './host.js';
 export { createWebGPUProvider, WebGPUProvider } from './webgpu.js';
-export type { DeviceLoss, WebGPUFaults, WebGPUProviderOptions } from './webgpu.js';
+export type { DeviceLoss, WebGPUFaults, WebGPULimitCaps, WebGPUProviderOptions } from './webgpu.js';
 export type { Provider, ProviderCapabilities, ProviderKind } from './provider.js';
 export type { AllocationEvent, AllocationReason, CopyEvent, CopyReason, CounterSnapshot, LedgerEvent } from './counters.js';
 export { DTYPES, dtypeSize, isDType, typedView as typedArrayOver } from './dtype.js';

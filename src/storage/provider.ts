@@ -36,6 +36,11 @@ export interface ProviderCapabilities {
   readonly writeGranularity: number;
   /** Largest single allocation in bytes. */
   readonly maxAllocationBytes: number;
+  /**
+   * Largest byte range one storage binding may cover (WebGPU maxStorageBufferBindingSize); on the host,
+   * maxAllocationBytes. Tensors larger than this are bound in parts (src/model materialisation).
+   */
+  readonly maxBindingBytes: number;
 }
 
 /** Host-visible bytes for a root range during a prepared access. */

@@ -42,6 +42,19 @@ export interface WebGPUProviderOptions {
   readonly gpu?: GPU;
   readonly powerPreference?: GPUPowerPreference;
   readonly label?: string;
+  /**
+   * Caps below the device's limits, enforced by the provider (tests force small limits with it; WebGPU
+   * cannot lower a device limit under its default): maxBufferSize caps `maxAllocationBytes`,
+   * maxStorageBufferBindingSize caps `maxBindingBytes`. The device is still requested with the adapter's
+   * own limits.
+   */
+  readonly limits?: WebGPULimitCaps;
+}
+
+/** See WebGPUProviderOptions.limits. */
+export interface WebGPULimitCaps {
+  readonly maxBufferSize?: number;
+  readonly maxStorageBufferBindingSize?: number;
 }
 
 export interface DeviceLoss {
@@ -76,7 +89,7 @@ export class WebGPUProvider extends ProviderCore {
   #destroyRequested = false;
   #loseDuringMap = false;
 
-  constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo, origin?: { gpu: GPU; adapter: GPUAdapter }) {
+  constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo, origin?: { gpu: GPU; adapter: GPUAdapter }, caps: WebGPULimitCaps = {}) {
     super('webgpu');
     this.device = device;
     this.adapterInfo = adapterInfo;
@@ -91,7 +104,8 @@ export class WebGPUProvider extends ProviderCore {
       // A claim is bound from its first byte, so split points honour the binding offset alignment.
       claimAlignment: Math.max(limits.minStorageBufferOffsetAlignment, COPY_ALIGNMENT),
       writeGranularity: COPY_ALIGNMENT,
-      maxAllocationBytes: limits.maxBufferSize,
+      maxAllocationBytes: Math.min(limits.maxBufferSize, caps.maxBufferSize ?? Infinity),
+      maxBindingBytes: Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, caps.maxStorageBufferBindingSize ?? Infinity, caps.maxBufferSize ?? Infinity),
     });
     this.lost = device.lost.then((info) => {
       this.#loss = { reason: info.reason, message: info.message };
@@ -307,6 +321,11 @@ function emptyMapping(): MappedRange {
 /** Requests one adapter and device with raised limits. ENOTSUP when WebGPU or an adapter is missing. */
 export async function createWebGPUProvider(options: WebGPUProviderOptions = {}): Promise<WebGPUProvider> {
   const op = 'createWebGPUProvider';
+  const caps = options.limits ?? {};
+  for (const [name, value] of Object.entries(caps)) {
+    if (name !== 'maxBufferSize' && name !== 'maxStorageBufferBindingSize') throw new TenonError('EINVAL', `limits.${name} cannot be capped`, { op, reason: 'bad-limit', ids: { limit: name } });
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new TenonError('EINVAL', `limits.${name} must be a positive integer`, { op, reason: 'bad-limit', ids: { limit: name } });
+  }
   const gpu = options.gpu ?? (globalThis.navigator as Navigator | undefined)?.gpu;
   if (gpu === undefined) {
     throw new TenonError('ENOTSUP', 'WebGPU is not available here', { op, reason: 'no-webgpu' });
@@ -324,5 +343,5 @@ export async function createWebGPUProvider(options: WebGPUProviderOptions = {}):
   const descriptor: GPUDeviceDescriptor = { requiredLimits, requiredFeatures };
   if (options.label !== undefined) descriptor.label = options.label;
   const device = await adapter.requestDevice(descriptor);
-  return new WebGPUProvider(device, adapter.info, { gpu, adapter });
+  return new WebGPUProvider(device, adapter.info, { gpu, adapter }, caps);
 }
