@@ -1,35 +1,87 @@
-// Model and tokenizer identity (DESIGN.md "src/model": a SHA-256 over config, weights and
-// tokenizer). Prompt caches record both ids and load only into the model and tokenizer they came from.
+// Model and tokenizer identity (DESIGN.md "src/model": a SHA-256 over config, weights and tokenizer).
+// Prompt caches record the ids and load only into the model and tokenizer that made them.
 //
 // Definitions (stable; changing them invalidates every saved cache):
-// - tokenizerId = hex SHA-256 of the tokenizer file bytes (so it equals `sha256sum tok512.bin`).
-// - modelId = hex SHA-256 of the concatenation of
-//     the ASCII tag "tenon/llama2c-model/1" and one zero byte,
-//     8 little-endian int32: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len,
-//       shared_classifier (0 or 1),
-//     for each stored tensor in canonical order (model.tensors: legacy llama2.c order, wcls only when the
-//       classifier is separate) the 32-byte SHA-256 of its little-endian fp32 bytes,
-//     the 32-byte tokenizer digest.
-//   Hashing each tensor separately means no copy of the whole model is ever made; the RoPE tables of
-//   legacy files are not part of the model (tenon computes RoPE), so a version 0 file and the version 1
-//   export of the same weights have the same modelId.
+// - tokenizerId = hex SHA-256 of the tokenizer's identity bytes (tokenizerIdentityBytes: a llama2.c
+//   tokenizer's file, so it equals `sha256sum tok512.bin`; a canonical encoding of a GGUF vocabulary).
+// - weightsId = hex SHA-256 over the model's tensors in catalog order (the architecture entry's globals,
+//   then layer 0, 1, ...: every role the forward pass reads, the tied classifier included under the name
+//   `output.weight`), each contributing
+//     its catalog name (UTF-8) and a zero byte, its lowering kind name and a zero byte, the kind's packed
+//     layout tag and a zero byte, its rank and row-major dimensions as little-endian u32,
+//     the 32-byte SHA-256 of its bytes exactly as the file stores them.
+//   So a re-quantized file, a file whose tensors are read through another lowering kind or packed layout,
+//   and any changed weight give another weightsId; where a tensor came from (file format, offset,
+//   residency, provider) does not enter it.
+// - modelId = hex SHA-256 of the ASCII tag `tenon/model/2`, a zero byte, the canonical config (below) as
+//   UTF-8 JSON preceded by its byte length as a little-endian u32, the 32-byte weights digest and the
+//   32-byte tokenizer digest.
+// The canonical config is the JSON array of [field, value] pairs in CONFIG_FIELDS order: the architecture
+// entry's id and forward-pass flags, then every hyperparameter (floats as the f32 the file stores).
+//
+// Decision (tested in contracts/model/identity.test.ts): stories260K.bin and stories260K-f32.gguf hold the
+// same weights and have the same weightsId, but different modelIds: the GGUF conversion declares a context
+// of 128 positions where the checkpoint says 512, and its vocabulary is a GGUF vocabulary (another
+// tokenizer identity) rather than tok512.bin. Identity is what the files declare, not a numerical proof
+// that two files compute the same thing; a cache refused by a lookalike model is rebuilt, a cache accepted
+// by a different one would be silently wrong.
+//
 // Uses WebCrypto (`crypto.subtle`, present in Node 20 and in secure browser contexts); without it the
-// functions reject with ENOTSUP 'no-webcrypto'. Nothing here writes its inputs.
+// functions reject with ENOTSUP 'no-webcrypto'. Tensor digests need each tensor's bytes once (read by
+// range, one tensor at a time); nothing here writes its inputs. Thread: any.
 import { TenonError } from '../errors.js';
-import type { LlamaModelFile } from './llama2c-checkpoint.js';
+import type { ArchitectureEntry, ModelConfig } from './architecture.js';
 import type { Tokenizer } from './tokenizer/index.js';
 import { tokenizerIdentityBytes } from './tokenizer/index.js';
 
-const OP = 'session.modelIdentity';
-const MODEL_TAG = 'tenon/llama2c-model/1';
-const DIGEST_BYTES = 32;
+const OP = 'model.identity';
+const MODEL_TAG = 'tenon/model/2';
+const U32_BYTES = 4;
 
 export interface ModelIdentity {
   /** Hex SHA-256 over config, weights and tokenizer (see the definition above). */
   readonly modelId: string;
-  /** Hex SHA-256 of the tokenizer file. */
+  /** Hex SHA-256 of the tokenizer's identity bytes. */
   readonly tokenizerId: string;
+  /** Hex SHA-256 over the tensors: their names, lowering kinds, packed layouts, shapes and stored bytes. */
+  readonly weightsId: string;
 }
+
+/** One tensor as identity sees it. */
+export interface IdentityTensor {
+  /** Catalog name (`output.weight` for a tied classifier too). */
+  readonly name: string;
+  readonly kind: string;
+  readonly packedLayout: string;
+  /** Row-major shape. */
+  readonly shape: readonly number[];
+  /** The stored bytes of the whole tensor. */
+  bytes(): Promise<Uint8Array>;
+  /** Tensors with the same source share one digest (a tied classifier is the embedding's bytes). */
+  readonly source: object;
+}
+
+/** Config fields that enter the model id, in this order. */
+export const IDENTITY_CONFIG_FIELDS = [
+  'architecture',
+  'ropeStyle',
+  'attentionBias',
+  'ffn',
+  'routing',
+  'dim',
+  'layers',
+  'ffnDim',
+  'heads',
+  'kvHeads',
+  'headDim',
+  'ropeDim',
+  'ropeTheta',
+  'rmsEps',
+  'contextLength',
+  'vocabSize',
+  'experts',
+  'expertsUsed',
+] as const;
 
 function subtle(op: string): SubtleCrypto {
   const s = (globalThis as { crypto?: Crypto }).crypto?.subtle;
@@ -52,39 +104,70 @@ function hex(bytes: Uint8Array): string {
   return s;
 }
 
-/** Hex SHA-256 of the tokenizer file. */
-export async function tokenizerIdentity(tokenizer: Tokenizer): Promise<string> {
-  return hex(await sha256('session.tokenizerIdentity', tokenizerIdentityBytes(tokenizer)));
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
-/**
- * Identity of a model together with its tokenizer. Rejects with EINVAL 'vocab-mismatch' when the
- * tokenizer was not parsed for this model's vocabulary size.
- */
-export async function modelIdentity(model: LlamaModelFile, tokenizer: Tokenizer): Promise<ModelIdentity> {
-  const c = model.config;
-  if (tokenizer.vocabSize !== c.vocabSize) {
-    throw new TenonError('EINVAL', 'the tokenizer was parsed for another vocabulary size', { op: OP, reason: 'vocab-mismatch', ids: { model: c.vocabSize, tokenizer: tokenizer.vocabSize } });
-  }
-  const tag = new TextEncoder().encode(MODEL_TAG);
-  const configBytes = new DataView(new ArrayBuffer(8 * 4));
-  [c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen, model.sharedClassifier ? 1 : 0].forEach((v, i) => configBytes.setInt32(4 * i, v, true));
-  const tokenizerDigest = await sha256(OP, tokenizerIdentityBytes(tokenizer));
-  const tensorDigests: Uint8Array[] = [];
-  for (const info of model.tensors) {
-    const w = model.weights[info.name];
-    tensorDigests.push(await sha256(OP, new Uint8Array(w.buffer, w.byteOffset, w.byteLength)));
-  }
-  const message = new Uint8Array(tag.length + 1 + configBytes.byteLength + DIGEST_BYTES * (tensorDigests.length + 1));
-  let at = 0;
-  const put = (bytes: Uint8Array): void => {
-    message.set(bytes, at);
-    at += bytes.length;
+const utf8 = new TextEncoder();
+const ZERO = Uint8Array.of(0);
+
+function u32s(values: readonly number[]): Uint8Array {
+  const view = new DataView(new ArrayBuffer(values.length * U32_BYTES));
+  values.forEach((v, i) => view.setUint32(i * U32_BYTES, v, true));
+  return new Uint8Array(view.buffer);
+}
+
+/** Hex SHA-256 of the tokenizer's identity bytes. */
+export async function tokenizerIdentity(tokenizer: Tokenizer): Promise<string> {
+  return hex(await sha256(OP, tokenizerIdentityBytes(tokenizer)));
+}
+
+/** The canonical config JSON (see the definition above). */
+export function canonicalConfig(entry: ArchitectureEntry, config: ModelConfig): string {
+  const values: Record<(typeof IDENTITY_CONFIG_FIELDS)[number], unknown> = {
+    architecture: entry.id,
+    ropeStyle: entry.ropeStyle,
+    attentionBias: entry.attentionBias,
+    ffn: entry.ffn,
+    routing: entry.routing === undefined ? null : [entry.routing.gating, entry.routing.renormalize],
+    dim: config.dim,
+    layers: config.layers,
+    ffnDim: config.ffnDim,
+    heads: config.heads,
+    kvHeads: config.kvHeads,
+    headDim: config.headDim,
+    ropeDim: config.ropeDim,
+    ropeTheta: Math.fround(config.ropeTheta),
+    rmsEps: Math.fround(config.rmsEps),
+    contextLength: config.contextLength,
+    vocabSize: config.vocabSize,
+    experts: config.experts,
+    expertsUsed: config.expertsUsed,
   };
-  put(tag);
-  put(Uint8Array.of(0));
-  put(new Uint8Array(configBytes.buffer));
-  for (const d of tensorDigests) put(d);
-  put(tokenizerDigest);
-  return Object.freeze({ modelId: hex(await sha256(OP, message)), tokenizerId: hex(tokenizerDigest) });
+  return JSON.stringify(IDENTITY_CONFIG_FIELDS.map((field) => [field, values[field]]));
+}
+
+/** The identity of a model description (see the definitions above). */
+export async function computeIdentity(entry: ArchitectureEntry, config: ModelConfig, tensors: readonly IdentityTensor[], tokenizer: Tokenizer): Promise<ModelIdentity> {
+  const tokenizerDigest = await sha256(OP, tokenizerIdentityBytes(tokenizer));
+  const digests = new Map<object, Uint8Array>();
+  const weightParts: Uint8Array[] = [];
+  for (const t of tensors) {
+    let digest = digests.get(t.source);
+    if (digest === undefined) {
+      digest = await sha256(OP, await t.bytes());
+      digests.set(t.source, digest);
+    }
+    weightParts.push(utf8.encode(t.name), ZERO, utf8.encode(t.kind), ZERO, utf8.encode(t.packedLayout), ZERO, u32s([t.shape.length, ...t.shape]), digest);
+  }
+  const weightsDigest = await sha256(OP, concat(weightParts));
+  const configBytes = utf8.encode(canonicalConfig(entry, config));
+  const message = concat([utf8.encode(MODEL_TAG), ZERO, u32s([configBytes.length]), configBytes, weightsDigest, tokenizerDigest]);
+  return Object.freeze({ modelId: hex(await sha256(OP, message)), tokenizerId: hex(tokenizerDigest), weightsId: hex(weightsDigest) });
 }

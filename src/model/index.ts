@@ -4,10 +4,33 @@ export { BOS_ID, BYTE_FALLBACK_BASE, BPE_CACHE_ENTRIES, EOS_ID, GGUF_TOKENIZER_K
 export type { DecodeAllOptions, EncodeOptions, SpecialTokens, TokenTextStream, Tokenizer, TokenizerCounters, TokenizerMetadata, TokenizerMetadataValue, TokenizerModel } from './tokenizer/index.js';
 export { renderChat } from './chat.js';
 // llama2.c checkpoints and model identity (moved from src/session; issue 10, engineer D).
-export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './llama2c-checkpoint.js';
-export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './llama2c-checkpoint.js';
-export { modelIdentity, tokenizerIdentity } from './identity.js';
+export { LLAMA_MAGIC, LLAMA_MAX_HEADER_BYTES, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel, planLlamaModel } from './llama2c-checkpoint.js';
+export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaModelPlan, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './llama2c-checkpoint.js';
+export { IDENTITY_CONFIG_FIELDS, canonicalConfig, tokenizerIdentity } from './identity.js';
 export type { ModelIdentity } from './identity.js';
+// Architecture table, model descriptions and weight materialisation (issue 10, engineer D).
+export { ARCHITECTURES, DEFAULT_ROPE_THETA, MAX_CONTEXT_LENGTH, architectureById, architectureFor, checkCatalog, checkConfig, expectedTensors, layerTensorName } from './architecture.js';
+export type {
+  ArchitectureEntry,
+  ArchitectureId,
+  CatalogSlot,
+  CatalogTensor,
+  ConfigFacts,
+  ExpertRouting,
+  FfnKind,
+  GlobalRole,
+  HyperparameterField,
+  HyperparameterSpec,
+  HyperparameterValues,
+  LayerRole,
+  ModelConfig,
+  TensorRole,
+  TensorSpec,
+} from './architecture.js';
+export { LLAMA2C_RMS_EPS, LLAMA2C_ROPE_THETA, loadModel, modelFromLlamaFile, modelIdentity } from './model.js';
+export type { GlobalTensors, LayerTensors, LoadModelOptions, LoadedModel, ModelFormat, ModelTensor } from './model.js';
+export { DEFAULT_CHUNK_BYTES, bindingLimit, materializeWeights, planWeights } from './materialize.js';
+export type { GlobalWeights, LayerWeights, MaterializeOptions, MaterializeProgress, MaterializedWeights, WeightPart, WeightTensor } from './materialize.js';
 export type { ChatInput, ChatMessage } from './chat.js';
 // GGUF reader and the range sources it reads through (issue 10, engineer A).
 export { GGML_TYPES, LOWERING_TYPE_NAMES, ggmlByteLength, ggmlTypeById, ggmlTypeByName, isLoweringType, requireLoweringType } from './ggml-types.js';

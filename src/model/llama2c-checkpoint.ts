@@ -218,6 +218,76 @@ interface Placed {
   readonly byteOffset: number;
 }
 
+/** The layout of a checkpoint, from its header and length alone (no weight byte read). */
+export interface LlamaModelPlan {
+  readonly format: LlamaFileFormat;
+  readonly config: LlamaConfig;
+  readonly sharedClassifier: boolean;
+  /** The stored tensors in canonical (legacy) order, wcls only when not shared; RoPE tables left out. */
+  readonly tensors: readonly LlamaTensorInfo[];
+  /** Exact length of the file. */
+  readonly byteLength: number;
+}
+
+/** Bytes of the longest header: planLlamaModel needs the first min(this, file length) bytes. */
+export const LLAMA_MAX_HEADER_BYTES = LLAMA_V1_HEADER_BYTES;
+
+interface Layout {
+  readonly header: Header;
+  readonly config: LlamaConfig;
+  readonly placed: readonly Placed[];
+}
+
+/** Reads and checks the header, then computes the exact layout and compares it with the file length. */
+function layoutOf(head: Uint8Array, fileLength: number): Layout {
+  const header = readHeader(head);
+  const config = checkConfig(header.fields);
+  const placed: Placed[] = [];
+  let offset = header.headerBytes;
+  for (const section of sections(header.format, config, header.sharedClassifier)) {
+    const elements = product(section.name, section.shape);
+    placed.push({ section, elements, byteOffset: offset });
+    offset = sum('file length', offset, product(section.name, [elements, F32_BYTES]));
+  }
+  if (fileLength < offset) invalid('truncated', 'the file is shorter than its header implies', { expected: offset, actual: fileLength });
+  if (fileLength > offset) invalid('trailing-bytes', 'the file is longer than its header implies', { expected: offset, actual: fileLength });
+  return { header, config, placed };
+}
+
+function storedTensors(placed: readonly Placed[]): (Placed & { section: { name: LlamaTensorName } })[] {
+  return placed.filter((p): p is Placed & { section: { name: LlamaTensorName } } => p.section.name !== 'freqCisReal' && p.section.name !== 'freqCisImag');
+}
+
+function infosOf(tensors: readonly (Placed & { section: { name: LlamaTensorName } })[], shared: boolean): readonly LlamaTensorInfo[] {
+  const canonical = LLAMA_TENSOR_NAMES.filter((name) => name !== 'wcls' || !shared);
+  return Object.freeze(
+    canonical.map((name): LlamaTensorInfo => {
+      const t = tensors.find((p) => p.section.name === name)!;
+      return Object.freeze({ name, shape: Object.freeze([...t.section.shape]), elements: t.elements, byteOffset: t.byteOffset });
+    }),
+  );
+}
+
+/**
+ * The layout of a llama2.c checkpoint from its first min(LLAMA_MAX_HEADER_BYTES, fileLength) bytes and
+ * its length: every header check and the exact length check of parseLlamaModel, without reading a weight
+ * (so no finite-value scan). For readers that fetch tensors by range. Same errors as parseLlamaModel but
+ * 'non-finite' and 'big-endian-host'; EINVAL 'bad-argument' when `head` is not exactly that prefix.
+ */
+export function planLlamaModel(head: Uint8Array, fileLength: number): LlamaModelPlan {
+  if (!(head instanceof Uint8Array) || !Number.isSafeInteger(fileLength) || fileLength < 0 || head.length !== Math.min(LLAMA_MAX_HEADER_BYTES, fileLength)) {
+    throw new TenonError('EINVAL', 'planLlamaModel takes the first min(256, fileLength) bytes and the file length', { op: OP, reason: 'bad-argument' });
+  }
+  const { header, config, placed } = layoutOf(head, fileLength);
+  return Object.freeze({
+    format: header.format,
+    config: Object.freeze(config),
+    sharedClassifier: header.sharedClassifier,
+    tensors: infosOf(storedTensors(placed), header.sharedClassifier),
+    byteLength: fileLength,
+  });
+}
+
 /**
  * Parses a llama2.c checkpoint (legacy version 0 or version 1). Throws TenonError:
  * EINVAL 'truncated' | 'trailing-bytes' | 'bad-field' | 'inconsistent-heads' | 'odd-head-size' |
@@ -226,22 +296,11 @@ interface Placed {
  */
 export function parseLlamaModel(source: ArrayBufferLike | ArrayBufferView, options: ParseLlamaModelOptions = {}): LlamaModelFile {
   const bytes = asBytes(source);
-  const header = readHeader(bytes);
-  const config = checkConfig(header.fields);
-
   // Exact layout, no typed array yet.
-  const placed: Placed[] = [];
-  let offset = header.headerBytes;
-  for (const section of sections(header.format, config, header.sharedClassifier)) {
-    const elements = product(section.name, section.shape);
-    placed.push({ section, elements, byteOffset: offset });
-    offset = sum('file length', offset, product(section.name, [elements, F32_BYTES]));
-  }
-  if (bytes.byteLength < offset) invalid('truncated', 'the file is shorter than its header implies', { expected: offset, actual: bytes.byteLength });
-  if (bytes.byteLength > offset) invalid('trailing-bytes', 'the file is longer than its header implies', { expected: offset, actual: bytes.byteLength });
+  const { header, config, placed } = layoutOf(bytes, bytes.byteLength);
   if (!LITTLE_ENDIAN_HOST) throw new TenonError('ENOTSUP', 'llama2.c weights are little-endian fp32', { op: OP, reason: 'big-endian-host' });
 
-  const tensors = placed.filter((p): p is Placed & { section: { name: LlamaTensorName } } => p.section.name !== 'freqCisReal' && p.section.name !== 'freqCisImag');
+  const tensors = storedTensors(placed);
   const aligned = (bytes.byteOffset + header.headerBytes) % F32_BYTES === 0;
 
   if (options.checkFinite ?? true) {
@@ -264,17 +323,12 @@ export function parseLlamaModel(source: ArrayBufferLike | ArrayBufferView, optio
   for (const t of tensors) weights[t.section.name] = new Float32Array(buffer, base + t.byteOffset, t.elements);
   if (header.sharedClassifier) weights.wcls = weights.tokenEmbedding;
 
-  const canonical = LLAMA_TENSOR_NAMES.filter((name) => name !== 'wcls' || !header.sharedClassifier);
-  const infos = canonical.map((name): LlamaTensorInfo => {
-    const t = tensors.find((p) => p.section.name === name)!;
-    return Object.freeze({ name, shape: Object.freeze([...t.section.shape]), elements: t.elements, byteOffset: t.byteOffset });
-  });
   return Object.freeze({
     format: header.format,
     config: Object.freeze(config),
     sharedClassifier: header.sharedClassifier,
     weights: Object.freeze(weights as LlamaWeights),
-    tensors: Object.freeze(infos),
+    tensors: infosOf(tensors, header.sharedClassifier),
     zeroCopy: aligned,
     byteLength: bytes.byteLength,
   });
