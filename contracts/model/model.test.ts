@@ -179,6 +179,10 @@ describe('llama2.c checkpoints as model descriptions', () => {
     expect(a.endOfGeneration).toEqual([2]);
     expect(a.chatTemplate).toBeUndefined();
     await expectCodeAsync(() => loadModel(stories!), 'EINVAL', 'no-tokenizer');
+    // Not GGUF, so a checkpoint: an empty file, a cut one and one with trailing bytes are the parser's refusals.
+    await expectCodeAsync(() => loadModel(new Uint8Array(0), { tokenizer: tok512! }), 'EINVAL', 'truncated');
+    await expectCodeAsync(() => loadModel(stories!.subarray(0, stories!.length - 4), { tokenizer: tok512! }), 'EINVAL', 'truncated');
+    await expectCodeAsync(() => loadModel(Uint8Array.from([...stories!, 0, 0, 0, 0]), { tokenizer: tok512! }), 'EINVAL', 'trailing-bytes');
     const err = await expectCodeAsync(() => loadModel(stories!, { tokenizer: smallTokenizer(300) }), 'EINVAL', 'vocab-mismatch');
     expect(err.ids).toEqual({ tokenizer: 300, embedding: 512 });
   });
