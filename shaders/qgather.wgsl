@@ -41,7 +41,7 @@ override KIND: u32 = KIND_F32;
 override WG: u32 = 64u;
 
 // One unit, dequantized: groups of 4 adjacent elements starting at elements k0, k0 + stride, ...; in
-// group 0 only the first `valid` elements exist (the tail of a float row).
+// group 0 only the first `valid` elements exist (the tail of a float row; the others are 0).
 struct Unit {
   w: array<vec4f, 4>,
   k0: u32,
@@ -184,6 +184,8 @@ fn unit_of(row: u32, u: u32) -> Unit {
     }
     default: {}
   }
+  // Lanes past the end of a float row weigh nothing.
+  q.w[0] = select(vec4f(0.0), q.w[0], vec4u(0u, 1u, 2u, 3u) < vec4u(q.valid));
   return q;
 }
 

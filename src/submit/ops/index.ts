@@ -14,6 +14,7 @@ import { moeRoute } from './moe-route.js';
 import { mul } from './mul.js';
 import { QGATHER } from './qgather.js';
 import { QMATMUL } from './qmatmul.js';
+import { QMATMUL_EXPERT } from './qmatmul-expert.js';
 import { rmsnorm } from './rmsnorm.js';
 import { rope } from './rope.js';
 import { scale } from './scale.js';
@@ -41,6 +42,8 @@ export type { QMatmulArrays, QMatmulFeatures, QMatmulParams, QMatmulTiling, QMat
 export { PACKED_BLOCK, PACKED_KINDS, QK32, QK_K, bf16ToFloat, decodePackedRow, halfToFloat, packedRowLayout, q4kScaleMin } from './qmatmul-layout.js';
 export type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
 export { QGATHER, qgatherOp } from './qgather.js';
+export { QMATMUL_EXPERT, qmatmulExpertOp, qmatmulExpertTiling, selectQMatmulExpert } from './qmatmul-expert.js';
+export type { QMatmulExpertArrays, QMatmulExpertParams, QMatmulExpertTiling } from './qmatmul-expert.js';
 export type { QGatherArrays, QGatherParams } from './qgather.js';
 export { PACKED_KIND_ID, UNIT_ELEMENTS, unitWorkgroup, walkUnits } from './qunit.js';
 export type { RmsnormParams } from './rmsnorm.js';
@@ -81,6 +84,20 @@ export const OPS = {
   qmatmul_q4_k_subgroups: QMATMUL.Q4_K.subgroups,
   qmatmul_q6_k: QMATMUL.Q6_K.plain,
   qmatmul_q6_k_subgroups: QMATMUL.Q6_K.subgroups,
+  qmatmul_expert_f32: QMATMUL_EXPERT.F32.plain,
+  qmatmul_expert_f32_subgroups: QMATMUL_EXPERT.F32.subgroups,
+  qmatmul_expert_f16: QMATMUL_EXPERT.F16.plain,
+  qmatmul_expert_f16_subgroups: QMATMUL_EXPERT.F16.subgroups,
+  qmatmul_expert_bf16: QMATMUL_EXPERT.BF16.plain,
+  qmatmul_expert_bf16_subgroups: QMATMUL_EXPERT.BF16.subgroups,
+  qmatmul_expert_q8_0: QMATMUL_EXPERT.Q8_0.plain,
+  qmatmul_expert_q8_0_subgroups: QMATMUL_EXPERT.Q8_0.subgroups,
+  qmatmul_expert_q4_0: QMATMUL_EXPERT.Q4_0.plain,
+  qmatmul_expert_q4_0_subgroups: QMATMUL_EXPERT.Q4_0.subgroups,
+  qmatmul_expert_q4_k: QMATMUL_EXPERT.Q4_K.plain,
+  qmatmul_expert_q4_k_subgroups: QMATMUL_EXPERT.Q4_K.subgroups,
+  qmatmul_expert_q6_k: QMATMUL_EXPERT.Q6_K.plain,
+  qmatmul_expert_q6_k_subgroups: QMATMUL_EXPERT.Q6_K.subgroups,
   qgather_f32: QGATHER.F32,
   qgather_f16: QGATHER.F16,
   qgather_bf16: QGATHER.BF16,
