@@ -6,10 +6,10 @@
 // (2) stories260K.bin with tok512.bin maps onto the llama entry with GGUF tensor names whose bytes are
 //     the bytes of stories260K-f32.gguf's tensors; a checkpoint without its tokenizer is refused;
 // (3) loading reads headers only: no tensor byte is read until a tensor is asked for;
-// (4) bad models written with the test writer (missing, extra, repeated, misshapen or quantized-vector
-//     tensors, a vocabulary that disagrees with the embedding or with {arch}.vocab_size, an unsupported
-//     architecture, bad hyperparameters) are refused with their code and reason, and a load-then-
-//     materialise pipeline allocates nothing on any provider (counters unchanged);
+// (4) bad models written with the test writer (missing, extra, misshapen or quantized-vector tensors, a
+//     tensor type that is no lowering kind, a vocabulary that disagrees with the embedding or with
+//     {arch}.vocab_size, an unsupported architecture, bad hyperparameters) are refused with their code and
+//     reason, and a load-then-materialise pipeline allocates nothing on any provider (counters unchanged);
 // (5) the control: the same writer's well-formed model loads.
 import { describe, expect, it } from 'vitest';
 import { GGUF_MAX_HEADER_CHUNK, countingSource, loadModel, materializeWeights, parseGguf, parseLlamaModel, parseTokenizer } from '../../src/model/index.js';
@@ -324,6 +324,7 @@ const BAD: readonly BadCase[] = [
   { title: 'a classifier with other rows than the embedding', bytes: () => llamaFile({ tensors: reshaped('output.weight', ggml([VOCAB + 1, DIM])) }), code: 'EINVAL', reason: 'bad-tensor-shape', ids: { tensor: 'output.weight' } },
   { title: 'an embedding of rank 3', bytes: () => llamaFile({ tensors: reshaped('token_embd.weight', ggml([2, VOCAB, DIM])) }), code: 'EINVAL', reason: 'bad-tensor-shape' },
   { title: 'a quantized norm', bytes: () => llamaFile({ tensors: llamaTensors().map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, type: 'Q8_0' } : t)) }), code: 'ENOTSUP', reason: 'unsupported-tensor-kind', ids: { tensor: 'blk.0.attn_norm.weight', kind: 'Q8_0' } },
+  { title: 'a matrix in a GGML type that is not a lowering kind', bytes: () => llamaFile({ tensors: llamaTensors().map((t) => (t.name === 'blk.1.attn_q.weight' ? { ...t, type: 'Q4_1' } : t)) }), code: 'ENOTSUP', reason: 'unsupported-tensor-type', ids: { type: 'Q4_1', tensor: 'blk.1.attn_q.weight' } },
   { title: 'a vocabulary smaller than the embedding', bytes: () => llamaFile({ vocab: VOCAB - 2 }), code: 'EINVAL', reason: 'vocab-mismatch', ids: { tokenizer: VOCAB - 2, embedding: VOCAB } },
   { title: 'an embedding larger than the vocabulary', bytes: () => llamaFile({ tensors: llamaTensors({ vocabRows: VOCAB + 4 }) }), code: 'EINVAL', reason: 'vocab-mismatch', ids: { tokenizer: VOCAB, embedding: VOCAB + 4 } },
   { title: 'llama.vocab_size disagreeing with the embedding', bytes: () => llamaFile({ hyper: { vocab_size: gv.u32(VOCAB + 1) } }), code: 'EINVAL', reason: 'vocab-mismatch' },
