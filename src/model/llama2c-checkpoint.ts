@@ -5,6 +5,8 @@
 // and compares it with the file length, and only then looks at the weights: one scan for NaN/Inf, then
 // one Float32Array view per tensor. Nothing is allocated before the sizes are proven; a bad file throws a
 // TenonError with a stable code and reason and produces nothing. The caller's bytes are never written.
+// `planLlamaModel(head, length)` does the same checks from the first 256 bytes and the file length alone
+// (no weight read, so no finite scan): the layout a range reader (src/model/model.ts) reads tensors by.
 //
 // Ownership: the weight views alias the caller's buffer (zero copy) whenever the fp32 data starts on a
 // 4-byte boundary of it (always, for an ArrayBuffer or an aligned view: both headers are multiples of 4
