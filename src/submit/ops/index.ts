@@ -10,6 +10,7 @@ import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT } from './matmul-nt.js';
+import { moeCombine } from './moe-combine.js';
 import { moeRoute } from './moe-route.js';
 import { mul } from './mul.js';
 import { QGATHER } from './qgather.js';
@@ -22,7 +23,7 @@ import { siluMul } from './silu-mul.js';
 import { softmax } from './softmax.js';
 import type { AnyOpDef } from './types.js';
 
-export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeRoute, mul, rmsnorm, rope, scale, siluMul, softmax };
+export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeCombine, moeRoute, mul, rmsnorm, rope, scale, siluMul, softmax };
 export type { AddParams } from './add.js';
 export type { AddInplaceParams } from './add-inplace.js';
 export type { ArgmaxParams } from './argmax.js';
@@ -34,6 +35,7 @@ export type { KvWriteParams } from './kv-write.js';
 export type { MatmulParams } from './matmul.js';
 export type { MatmulBatchedParams } from './matmul-batched.js';
 export type { MatmulNTParams } from './matmul-nt.js';
+export type { MoeCombineParams } from './moe-combine.js';
 export { routeOrder } from './moe-route.js';
 export type { MoeRouteArrays, MoeRouteParams } from './moe-route.js';
 export type { MulParams } from './mul.js';
@@ -68,6 +70,7 @@ export const OPS = {
   matmul,
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
+  moe_combine: moeCombine,
   moe_route: moeRoute,
   mul,
   qmatmul_f32: QMATMUL.F32.plain,
