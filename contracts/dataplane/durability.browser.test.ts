@@ -29,20 +29,24 @@ describe('namespace commits', () => {
     onCleanup(() => dp.close());
     const s = await pageSession(dp);
     expect(await putBlob(s, '/c/x', tagged(64, 1))).toBe(1);
-    const reader = await s.open('/c/x'); // a reader of revision 1 across the failed replacement
+    // No reader holds revision 1, so only the order "commit, then delete" keeps its file alive here.
     dp.faults.failNextCommit = true;
     await expectCodeAsync(() => putBlob(s, '/c/x', tagged(64, 2)), 'EIO', 'commit-failed');
     expect(dp.faults.failNextCommit).toBe(false);
     expect(await s.stat('/c/x')).toMatchObject({ revision: 1, length: 64 });
-    const got = new Uint8Array(64);
-    expect(await reader.read(got)).toBe(64);
-    expect(got).toEqual(tagged(64, 1));
-    await reader.close();
     expect(await readBlob(s, '/c/x')).toEqual(tagged(64, 1));
     // The revision-1 file is still there and still the bound one; the failed staging was deleted.
     let st = await dp.stats();
     expect(st).toMatchObject({ files: 1, boundFiles: 1, grants: 0 });
     expect(st.commits).toBe(st.strictCommits);
+    // A reader of revision 1 across a second failed replacement keeps reading it.
+    const reader = await s.open('/c/x');
+    dp.faults.failNextCommit = true;
+    await expectCodeAsync(() => putBlob(s, '/c/x', tagged(64, 2)), 'EIO', 'commit-failed');
+    const got = new Uint8Array(64);
+    expect(await reader.read(got)).toBe(64);
+    expect(got).toEqual(tagged(64, 1));
+    await reader.close();
 
     // A restarted authority recovers revision 1 from IndexedDB (nothing of the failed commit landed).
     await s.close();
