@@ -25,7 +25,7 @@ export { LlamaForward } from './llama.js';
 export type { LlamaForwardOptions, RunOptions, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
 export type { SamplerOptions } from './sampler.js';
-export { PredictionLane, STEP_PHASES, StepError, TextSession } from './session.js';
+export { STEP_PHASES, StepError, TextSession } from './session.js';
 export { PROMPT_CACHE_FORMAT, PROMPT_CACHE_MAGIC, PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 export type { PromptCacheExpectation, PromptCacheManifest } from './prompt-cache.js';
 export type {
@@ -36,6 +36,7 @@ export type {
   SavePromptCacheOptions,
   ObserveContext,
   PhaseAgreement,
+  PredictionLane,
   SessionFaults,
   SessionObserver,
   SessionReport,
