@@ -10,7 +10,8 @@
 //   - download: on WebGPU one prepareHost is one map, one staging allocation and one transfer copy, and
 //     the staging buffer is gone after release; on host nothing is mapped or recorded;
 //   - commit: changes through prepareHostMut are visible after release and touch only the layout's
-//     elements (canaries in the gaps); `discard` skips the download on contiguous layouts;
+//     elements (canaries in the gaps); `discard` skips the download on contiguous layouts; a release whose
+//     device was lost fails with ENODEV (the access still ends, its staging memory is freed);
 //   - device: WebGPU yields buffer/offset/size binding state (checked by copying through it) and no host
 //     members; host rejects with ENOTSUP 'no-device' and changes nothing;
 //   - constant cost: validations, provider resolutions and maps per access are the same for 1 and 10^6
@@ -617,6 +618,46 @@ for (const pc of providerCases()) {
       const all = s.intoLayout({ shape: [6] });
       expect(numbers(await all.toArray())).toEqual([1, 2, 33, 4, 5, 6]);
       all.dispose();
+    });
+
+    it('[G5-prepared-write-commit] a write whose device was lost before release fails with ENODEV and ends the access, never resolves as committed', async () => {
+      if (!webgpu) {
+        // host roots have no device to lose: release commits in place
+        const t = await fromArray(provider, 'f32', new Float32Array([1, 2]));
+        {
+          using w = await t.prepareHostMut();
+          if (w.kind === 'contiguous') w.asArray()[0] = 5;
+        }
+        expect(numbers(await t.toArray())).toEqual([5, 2]);
+        t.dispose();
+        return;
+      }
+      const lossy = (await pc.make()) as WebGPUProvider;
+      try {
+        const t = await fromArray(lossy, 'f32', new Float32Array([1, 2, 3, 4]));
+        const s = (await fromArray(lossy, 'f32', new Float32Array([1, 2, 3, 4, 5, 6]))).intoLayout({ shape: [3], strides: [2] });
+        const baseline = lossy.counters().liveResources;
+        const w = await t.prepareHostMut();
+        const ws = await s.prepareHostMut();
+        if (w.kind === 'contiguous') w.asArray()[0] = 10;
+        lossy.faults.loseDevice();
+        const mark = lossy.ledgerMark();
+        expectCode(() => w.release(), 'ENODEV', 'device-lost');
+        expectCode(() => w.release(), 'ERELEASED'); // the access ended all the same
+        // through `using`, the scope that held the write rejects instead of resolving
+        await expectCodeAsync(async () => {
+          using held = ws;
+          if (held.kind === 'strided') held.cursor().array[0] = 9;
+        }, 'ENODEV', 'device-lost');
+        expect(lossy.ledgerSince(mark)).toEqual([]); // no transfer was recorded for the dropped bytes
+        expect(lossy.counters().liveResources).toBe(baseline); // both staging buffers were destroyed
+        expectFree(t);
+        expectFree(s);
+        t.dispose();
+        s.dispose();
+      } finally {
+        lossy.destroy();
+      }
     });
 
     // -----------------------------------------------------------------------------------------------
