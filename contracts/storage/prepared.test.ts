@@ -3,7 +3,8 @@
 // Plan. Every test runs on every provider of the lane (node: host + WebGPU/Dawn; browser: WebGPU/Chromium
 // + host over SharedArrayBuffer) through the public API only:
 //   - validate once: building a tensor is one validation, reinterpretation/alias one more, and no view,
-//     reborrow, preparation, binding, write or read validates again;
+//     reborrow, preparation, binding, write or read validates again (each preparation hands out the very
+//     layout object checked at build time);
 //   - host variants: contiguous layouts give one typed array over exactly the logical elements (aliasing
 //     the root on host providers: zero-copy, no ledger event); strided layouts give a cursor whose walk
 //     equals a reference computed from shape/strides/byteOffset (examples + property);
@@ -41,7 +42,7 @@ import type {
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
-import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
+import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, isNestedRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
 import type { LayoutRef } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
@@ -251,6 +252,24 @@ for (const pc of providerCases()) {
           const cost = await costOf(provider, op);
           expect(cost.validations, `${t.layout.kind} ${name}`).toBe(0);
         }
+        // Every preparation hands out the very layout checked when the tensor was built, never one derived
+        // again (a re-validation would return a fresh object).
+        const built = t.layout;
+        const prepared: [string, () => Promise<{ readonly layout: unknown; release(): void }>][] = [
+          ['prepareHost', () => t.prepareHost()],
+          ['asView prepareHost', () => t.asView().prepareHost()],
+          ['prepareHostMut', () => t.prepareHostMut()],
+          ['prepareHostMut discard', () => t.prepareHostMut({ discard: true })],
+        ];
+        if (webgpu) {
+          prepared.push(['prepareDevice', async () => t.prepareDevice()]);
+          prepared.push(['prepareDeviceMut', async () => t.prepareDeviceMut()]);
+        }
+        for (const [name, prepare] of prepared) {
+          const access = await prepare();
+          expect(access.layout, `${built.kind} ${name}`).toBe(built);
+          access.release();
+        }
       }
       // Moving an owner into a group keeps its checked layout; group views resolve slots only.
       const group = createAllocationGroup();
@@ -446,10 +465,13 @@ for (const pc of providerCases()) {
             if (p.kind === 'strided') expect(walkRuns(p)).toEqual(expected);
           }
           if (isInjectiveRef(c) && kind === 'strided') {
-            // Writable strided layouts walk the same way (when the conservative proof accepts them).
+            // Writable strided layouts walk the same way (when the conservative proof accepts them; it must
+            // accept every layout that meets the documented nesting condition).
             const w = await t.prepareHostMut().catch((err: unknown) => {
               expect(err).toBeInstanceOf(TenonError);
+              expect((err as TenonError).code).toBe('EINVAL');
               expect((err as TenonError).reason).toBe('non-injective');
+              expect(isNestedRef(c), `${JSON.stringify(c.shape)} ${JSON.stringify(c.strides)} meets the nesting condition`).toBe(false);
               return undefined;
             });
             if (w !== undefined) {
