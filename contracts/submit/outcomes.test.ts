@@ -228,11 +228,8 @@ for (const pc of providerCases()) {
       graph.dispose();
     });
 
-    it('[G3-completion-unproven] device loss right after enqueue: no owner comes back, every root is retained forever', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.capabilities.deviceBinding).toBe(false); // host work never depends on a device
-        return;
-      }
+    // Host work never depends on a device: the device-loss cases run on WebGPU only.
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-unproven] device loss right after enqueue: no owner comes back, every root is retained forever', async () => {
       // its own provider: the loss ends that device
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
@@ -273,11 +270,7 @@ for (const pc of providerCases()) {
       otherGraph.dispose();
     });
 
-    it('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.counters().rootsRetainedForever).toBe(0);
-        return;
-      }
+    it.skipIf(pc.kind !== 'webgpu')('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const s = await setup(lossy);
@@ -298,11 +291,7 @@ for (const pc of providerCases()) {
       expect(rt.stats().retainedRecords).toBe(1);
     });
 
-    it('[G3-completion-proof] a loss before enqueue is a rejection with the inputs intact, never an outcome', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.capabilities.scopedExecution).toBe(true);
-        return;
-      }
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof] a loss before enqueue is a rejection with the inputs intact, never an outcome', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const s = await setup(lossy);
