@@ -412,13 +412,14 @@ describe('wrappers', () => {
 
   it('[P7] leaving a scoped blob writer by an exception aborts it: nothing is published', async () => {
     const { s } = await planeWithSession();
+    const boom = new Error('boom');
     await expect(
       (async () => {
         await using w = await writeBlob(s, '/p7/b', 4);
         await w.write(Uint8Array.of(1, 2));
-        throw new Error('boom');
+        throw boom;
       })(),
-    ).rejects.toThrow('boom');
+    ).rejects.toBe(boom);
     await expectCodeAsync(() => s.stat('/p7/b'), 'ENOENT');
   });
 
