@@ -45,6 +45,8 @@ export const SPECULATIVE = { lookahead: 4, ngram: 2 } as const;
 export const ROLLBACK_DEPTHS = [16, 400] as const;
 export const ROLLBACK_TOKENS = 4;
 export const ROLLBACK_TOKENS_MANY = 64;
+/** Point 4: rounds of rollback vs reset + re-prefill (each round prefills 400 tokens). */
+export const REPLAY_ROUNDS = 6;
 /** Point 4 detail: a session with a small context, to tell depth apart from cache capacity. */
 export const SMALL_MAX_SEQ = 64;
 /** checkpoint() is a few hundred nanoseconds: it is timed over this many calls per round. */
@@ -90,7 +92,7 @@ export const SETTINGS = {
   decode: { prompt: DECODE_PROMPT, steps: DECODE_STEPS },
   ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS, maxBatch: TTFT_MAX_BATCH, chunkedDetailMaxBatch: MAX_BATCH },
   speculative: { tokens: SPECULATIVE_TOKENS, ...SPECULATIVE, prompts: SPECULATIVE_PROMPTS },
-  rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, manyTokens: ROLLBACK_TOKENS_MANY, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS },
+  rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, manyTokens: ROLLBACK_TOKENS_MANY, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS, replayRounds: REPLAY_ROUNDS },
 } as const;
 
 export type Lane = 'node' | 'chromium';
@@ -445,7 +447,7 @@ async function generateIds(s: TextSession, ids: readonly number[], speculative: 
  * Acceptance comes from speculationStats(): its totals over the timed run, and, in one more untimed run
  * that reads it after every yielded token, how many passes rejected a draft.
  */
-export async function speculativeCase(t: BenchTarget, prompt: (typeof SPECULATIVE_PROMPTS)[number], rounds = 5, warmup = 1): Promise<SessionRecord> {
+export async function speculativeCase(t: BenchTarget, prompt: (typeof SPECULATIVE_PROMPTS)[number], rounds = 4, warmup = 1): Promise<SessionRecord> {
   const ids = t.tokenizer.encode(prompt.text, { bos: true });
   const plain = await openSession(t);
   const spec = await openSession(t);
@@ -516,8 +518,9 @@ export async function speculativeCase(t: BenchTarget, prompt: (typeof SPECULATIV
  * 16 and at 400 committed tokens, and one at 16 with a SMALL_MAX_SEQ context; each timed side steps its
  * tokens untimed after taking a fresh checkpoint, then times the way back to that checkpoint:
  *   rollback(cp) of ROLLBACK_TOKENS at 16, at 400 and at 16 with the small context, and of
- *   ROLLBACK_TOKENS_MANY at 400; and, as the baseline that exists without rollback, reset() plus the
- *   prefill of the same 400 tokens (in the same chunks as the session was built).
+ *   ROLLBACK_TOKENS_MANY at 400 (`rounds` each); and, in REPLAY_ROUNDS against the rollback at 400, the
+ *   baseline that exists without rollback: reset() plus the prefill of the same 400 tokens (in the same
+ *   chunks as the session was built).
  * The state after a rollback must equal the state after reset + re-prefill (rows past 400 zero, the rest
  * as recomputed). checkpoint() is timed over CHECKPOINT_CALLS calls.
  */
@@ -545,25 +548,35 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
       },
     };
   };
-  const replay = sessions.deep;
   const sides: Side<number>[] = [
     rollbackSide(sessions.shallow, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${shallow} committed`),
     rollbackSide(sessions.deep, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${deep} committed`),
     rollbackSide(sessions.small, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${shallow}, maxSeq ${SMALL_MAX_SEQ}`),
     rollbackSide(sessions.deep, ROLLBACK_TOKENS_MANY, `rollback ${ROLLBACK_TOKENS_MANY} at ${deep} committed`),
-    {
-      name: `reset + prefill ${deep} (from ${deep + ROLLBACK_TOKENS})`,
-      setup: async () => void (await replay.prefill(stepOf(ROLLBACK_TOKENS))),
-      run: async () => {
-        await replay.reset();
-        await replay.prefill(ids.slice(0, deep));
-        return replay.length;
-      },
-    },
   ];
   const rb = await interleaved(sides, rounds, warmup);
-  const expected = [shallow, deep, shallow, deep, deep];
+  const expected = [shallow, deep, shallow, deep];
   if (!sameIds(rb.last, expected)) throw new Error(`${t.provider}: rollback left lengths ${rb.last.join(',')}, not ${expected.join(',')}`);
+  // The way back without rollback, against the rollback it replaces (fewer rounds: a re-prefill is
+  // thousands of times slower, so drift cannot matter at that ratio, and each round costs a prefill).
+  const replay = sessions.deep;
+  const vsReplay = await interleaved<number>(
+    [
+      rollbackSide(sessions.deep, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${deep} committed`),
+      {
+        name: `reset + prefill ${deep} (from ${deep + ROLLBACK_TOKENS})`,
+        setup: async () => void (await replay.prefill(stepOf(ROLLBACK_TOKENS))),
+        run: async () => {
+          await replay.reset();
+          await replay.prefill(ids.slice(0, deep));
+          return replay.length;
+        },
+      },
+    ],
+    REPLAY_ROUNDS,
+    1,
+  );
+  if (!sameIds(vsReplay.last, [deep, deep])) throw new Error(`${t.provider}: rollback / re-prefill left lengths ${vsReplay.last.join(',')}`);
   // Same state both ways: after a rollback of ROLLBACK_TOKENS at 400, and after reset + re-prefill.
   const cache = async (): Promise<Float32Array> => replay.exportState(replay.maxSeq);
   const cp = replay.checkpoint();
@@ -608,7 +621,8 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
   const cacheBytes = (maxSeq: number) => 2 * c.nLayers * maxSeq * c.kvDim * 4;
   const rowBytes = (k: number) => 2 * c.nLayers * k * c.kvDim * 4;
   for (const s of Object.values(sessions)) s.dispose();
-  const [atShallow, atDeep, atSmall, manyAtDeep, replayed] = rb.figures as [Figure, Figure, Figure, Figure, Figure];
+  const [atShallow, atDeep, atSmall, manyAtDeep] = rb.figures as [Figure, Figure, Figure, Figure];
+  const [rolledBack, replayed] = vsReplay.figures as [Figure, Figure];
   return [
     recordOf([t], {
       point: 4,
@@ -616,9 +630,9 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
       provider: t.provider,
       case: `back to ${deep} committed: rollback ${ROLLBACK_TOKENS} vs reset + re-prefill`,
       baseline: replayed,
-      candidate: atDeep,
+      candidate: rolledBack,
       figures: {
-        'speedup (re-prefill / rollback)': replayed.medianMs / atDeep.medianMs,
+        'speedup (re-prefill / rollback)': replayed.medianMs / rolledBack.medianMs,
         'max |KV diff| rollback vs re-prefill': stateDiff,
         'bytes the rolled-back rows hold': rowBytes(ROLLBACK_TOKENS),
       },
