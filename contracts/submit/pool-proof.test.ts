@@ -7,7 +7,7 @@
 // closed cooperatively (Node workers must not be terminated mid-GPU-work, TOOLCHAIN.md).
 import { describe, expect, it } from 'vitest';
 import { createAllocationGroup, createHostProvider, createWorkerPool, fromArray, zeros } from '../../src/index.js';
-import type { AllocationGroup, PoolGraphSpec } from '../../src/index.js';
+import type { AllocationGroup, DescriptorSlot, PoolGraphSpec } from '../../src/index.js';
 import type { HostProvider } from '../../src/index.js';
 import { axpy } from '../support/kernels/axpy.js';
 import { inBrowser } from '../support/providers.js';
@@ -35,12 +35,13 @@ function spec(): PoolGraphSpec {
   };
 }
 
-async function inputs(host: HostProvider): Promise<AllocationGroup> {
+/** x = 0..N-1, y = w = 0, in slots 0, 1, 2; `written` are the slots of y and w. */
+async function inputs(host: HostProvider): Promise<{ group: AllocationGroup; written: DescriptorSlot[] }> {
   const group = createAllocationGroup();
   group.insert(await fromArray(host, 'f32', Float32Array.from({ length: N }, (_, i) => i)));
-  group.insert(await zeros(host, 'f32', [N]));
-  group.insert(await zeros(host, 'f32', [N]));
-  return group;
+  const y = group.insert(await zeros(host, 'f32', [N])).descriptor;
+  const w = group.insert(await zeros(host, 'f32', [N])).descriptor;
+  return { group, written: [y, w] };
 }
 
 describe('worker pool WebGPU retirement', () => {
@@ -52,14 +53,14 @@ describe('worker pool WebGPU retirement', () => {
       // worker 0 loses its device silently after enqueueing the first job, worker 1 after the second
       for (const [worker, silently] of [[0, true], [1, false]] as const) {
         await pool.faults.loseWorkerDevice(worker, { silently });
-        const group = await inputs(host);
+        const { group, written } = await inputs(host);
         const outcome = await (await pool.submit(spec(), group, { provider: 'webgpu', worker })).wait();
         expect(outcome.kind).toBe('retired-failed');
         if (outcome.kind !== 'retired-failed') continue;
         expect(outcome.cause.code).toBe('ENODEV');
         expect(outcome.cause.reason).toBe('completion-unproven');
         // nothing came back from the device: y and w are still the zeros the job started from
-        for (const slot of [1, 2] as const) {
+        for (const slot of written) {
           using v = outcome.inputs.view<'f32'>(slot);
           expect(Array.from(await v.toArray())).toEqual(Array(N).fill(0));
         }
@@ -72,7 +73,7 @@ describe('worker pool WebGPU retirement', () => {
     // A GPU pool without faults completes the same job with its results (the proof does succeed).
     const fine = await createWorkerPool({ provider: host, size: 1, gpu: true, kernels: [axpy as never], kernelModules: [kernelModule] });
     try {
-      const outcome = await (await fine.submit(spec(), await inputs(host), { provider: 'webgpu' })).wait();
+      const outcome = await (await fine.submit(spec(), (await inputs(host)).group, { provider: 'webgpu' })).wait();
       expect(outcome.kind).toBe('completed');
       if (outcome.kind === 'completed') {
         using y = outcome.bundle.output<'f32'>(0);
