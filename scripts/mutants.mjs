@@ -35,6 +35,8 @@ import { fileURLToPath } from 'node:url';
 
 /** A suite run longer than this is stopped and reported as `timeout` (never as a kill). */
 const RUN_LIMIT_MS = 5 * 60 * 1000;
+/** The control run of a lane runs every suite the selected mutants name at once, so it may take longer. */
+const CONTROL_LIMIT_MS = 30 * 60 * 1000;
 /** How much of a run's output is kept to show when a control run fails. */
 const OUTPUT_TAIL_CHARS = 4000;
 /** Failing tests named on a `failed-elsewhere` line. */
@@ -139,7 +141,7 @@ for (const rel of files.split('\0').filter(Boolean)) {
 symlinkSync(join(checkout, 'node_modules'), join(root, 'node_modules'), 'dir');
 
 /** Runs the lane over the test files in its own process group; resolves with exit status and parsed report. */
-function runLane(lane, tests) {
+function runLane(lane, tests, limit = RUN_LIMIT_MS) {
   const reportPath = join(scratch, `${lane}.json`);
   rmSync(reportPath, { force: true });
   return new Promise((resolve) => {
@@ -155,7 +157,7 @@ function runLane(lane, tests) {
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child.pid);
-    }, RUN_LIMIT_MS);
+    }, limit);
     child.on('close', (status, signal) => {
       clearTimeout(timer);
       // Whatever the lane left running in its group (a browser, a worker fork) ends with it.
@@ -232,7 +234,7 @@ const named = new Map();
 for (const lane of [...new Set(selected.map(laneOf))]) {
   const inLane = selected.filter((m) => laneOf(m) === lane);
   const suites = [...new Set(inLane.flatMap((m) => m.tests))];
-  const control = await runLane(lane, suites);
+  const control = await runLane(lane, suites, CONTROL_LIMIT_MS);
   if (control.timedOut || control.status !== 0 || control.report === undefined) {
     console.log(control.output);
     const why = control.timedOut ? 'timed out' : control.report === undefined ? `exit ${control.status ?? control.signal}, no report` : `exit ${control.status}`;
