@@ -84,8 +84,18 @@ function ticked(cell: string): string[] {
 
 const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
 
-/** The shipped declarations, read by the TypeScript checker. */
-function declarations(): { literals(name: string, property?: string): string[] } {
+interface Declarations {
+  literals(name: string, property?: string): string[];
+}
+let declarationsRead: Declarations | undefined;
+
+/** The shipped declarations, read by the TypeScript checker (once per spec run: it is slow). */
+function declarations(): Declarations {
+  declarationsRead ??= readDeclarations();
+  return declarationsRead;
+}
+
+function readDeclarations(): Declarations {
   const program = ts.createProgram(['dist/types/index.d.ts'], { noEmit: true, skipLibCheck: true, strict: true, types: [], lib: ['lib.esnext.d.ts', 'lib.dom.d.ts'] });
   const checker = program.getTypeChecker();
   const file = program.getSourceFile('dist/types/index.d.ts')!;
@@ -104,8 +114,11 @@ function declarations(): { literals(name: string, property?: string): string[] }
   };
 }
 
+let literalsRead: Set<string> | undefined;
+
 /** Every string literal of src/, as the TypeScript parser reads them (a documented reason must be one). */
 function sourceLiterals(): Set<string> {
+  if (literalsRead !== undefined) return literalsRead;
   const found = new Set<string>();
   const collect = (n: ts.Node): void => {
     if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) found.add(n.text);
@@ -119,6 +132,7 @@ function sourceLiterals(): Set<string> {
     }
   };
   walk('src');
+  literalsRead = found;
   return found;
 }
 
