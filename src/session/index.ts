@@ -1,6 +1,8 @@
-// Public face of the inference layer (DESIGN.md "src/session"). So far: the llama2.c checkpoint and
-// tokenizer parsers (validate everything before building anything), model identity, and the host
-// reference forward pass that the op-library forward is checked against.
+// Public face of the inference layer (DESIGN.md "src/session"): the llama2.c checkpoint and tokenizer
+// parsers (validate everything before building anything), model identity, the host reference forward
+// pass, the op-library forward (LlamaForward), TextSession with its transactions, checkpoints, observers
+// and prediction lanes (the lane is an interface: only a session makes one), prompt-cache encoding, and
+// model sources cached in the data plane.
 export { LLAMA_MAGIC, LLAMA_TENSOR_NAMES, LLAMA_V0_HEADER_BYTES, LLAMA_V1_HEADER_BYTES, parseLlamaModel } from './model-file.js';
 export type { LlamaConfig, LlamaFileFormat, LlamaModelFile, LlamaTensorInfo, LlamaTensorName, LlamaWeights, ParseLlamaModelOptions } from './model-file.js';
 export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from './tokenizer.js';
