@@ -8,8 +8,8 @@
 // nothing here asserts anything about time.
 //   1 decodeCase       greedy decode tokens/s, host provider vs WebGPU, in one lane
 //   2 ttftCase         time to first token of a 400-token prompt: fresh prefill vs a loaded prompt cache
-//                      and the prefill of the rest, both sessions prefilling in one pass (one logits
-//                      readback each), plus the chunked prefill of the default maxBatch as a detail
+//                      and the prefill of the rest, both as the session prefills (chunks of maxBatch, the
+//                      logits read back once, after the last chunk), plus a one-pass prefill as a detail
 //   3 speculativeCase  prompt-lookup speculative vs plain greedy generation, on a repetitive prompt and on
 //                      ordinary ones, with the acceptance figures
 //   4 rollbackCase     rollback of k tokens (today's ranged zeroing of the rolled-back rows) at 16 and at
@@ -32,12 +32,8 @@ export const KNOWN_GREEDY = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
 /** Point 2: the long prompt, and the prefix its prompt cache holds (the rest is prefilled after a load). */
 export const LONG_PROMPT_TOKENS = 400;
 export const CACHED_PREFIX_TOKENS = 390;
-/**
- * Point 2: maxBatch of both sides' sessions. A session prefills in chunks of maxBatch and reads the
- * logits back after each chunk; at this size neither side's prefill is chunked, so each reads back once,
- * after its last row (the cached side's remainder is one chunk at any size).
- */
-export const TTFT_MAX_BATCH = MAX_SEQ;
+/** Point 2 detail: maxBatch of a session that prefills the whole prompt in one pass. */
+export const ONE_PASS_MAX_BATCH = MAX_SEQ;
 /** Point 3: tokens generated per run, and the prompt-lookup settings. */
 export const SPECULATIVE_TOKENS = 96;
 export const SPECULATIVE = { lookahead: 4, ngram: 2 } as const;
@@ -90,7 +86,7 @@ export const SETTINGS = {
   maxSeq: MAX_SEQ,
   maxBatch: MAX_BATCH,
   decode: { prompt: DECODE_PROMPT, steps: DECODE_STEPS },
-  ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS, maxBatch: TTFT_MAX_BATCH, chunkedDetailMaxBatch: MAX_BATCH },
+  ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS, maxBatch: MAX_BATCH, onePassDetailMaxBatch: ONE_PASS_MAX_BATCH },
   speculative: { tokens: SPECULATIVE_TOKENS, ...SPECULATIVE, prompts: SPECULATIVE_PROMPTS },
   rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, manyTokens: ROLLBACK_TOKENS_MANY, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS, replayRounds: REPLAY_ROUNDS },
 } as const;
@@ -275,13 +271,13 @@ export async function decodeCase(host: BenchTarget, gpu: BenchTarget, rounds = 5
 
 /**
  * Point 2 (needs the data plane, so the Chromium lane): time to first token for the LONG_PROMPT_TOKENS
- * prompt, like with like: both sides are sessions of the same maxBatch (TTFT_MAX_BATCH), so each prefill
- * is one pass with one logits readback after its last row. Fresh: prefill of the whole prompt and its
- * greedy choice. Cached: loadPromptCache of a cache holding the first CACHED_PREFIX_TOKENS (read from
- * OPFS, digest and identity checked, KV rows imported), prefill of the rest, greedy choice. Both
- * sessions exist and are reset untimed before each call. Both must choose the same first token.
- * Details: where a load's time goes, and the fresh prefill as a session of the default maxBatch does it
- * (chunks of MAX_BATCH, the logits read back after every chunk) against the one-pass prefill.
+ * prompt, like with like: both sides are sessions of the same maxBatch (MAX_BATCH) and prefill as the
+ * session does, in chunks whose logits are not read back except the last's, so each side downloads the
+ * same (checked with the provider's ledger). Fresh: prefill of the whole prompt and its greedy choice.
+ * Cached: loadPromptCache of a cache holding the first CACHED_PREFIX_TOKENS (read from OPFS, digest and
+ * identity checked, KV rows imported), prefill of the rest, greedy choice. Both sessions exist and are
+ * reset untimed before each call. Both must choose the same first token. Details: where a load's time
+ * goes, and the fresh prefill in one pass (maxBatch ONE_PASS_MAX_BATCH) against the chunked one.
  */
 export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, warmup = 1): Promise<SessionRecord[]> {
   const ids = longPrompt(t.tokenizer);
@@ -294,9 +290,9 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
   maker.dispose();
   const info = await store.stat(path);
   const blobBytes = info.kind === 'blob' ? info.length : -1;
-  const fresh = await openSession(t, MAX_SEQ, TTFT_MAX_BATCH);
-  const cached = await openSession(t, MAX_SEQ, TTFT_MAX_BATCH);
-  const chunked = await openSession(t, MAX_SEQ, MAX_BATCH);
+  const fresh = await openSession(t);
+  const cached = await openSession(t);
+  const onePass = await openSession(t, MAX_SEQ, ONE_PASS_MAX_BATCH);
   const loadMs: number[] = [];
   const restMs: number[] = [];
   let freshLogits: Float32Array = new Float32Array(0);
@@ -304,7 +300,7 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
   const { figures, last } = await interleaved<number>(
     [
       {
-        name: `fresh prefill ${LONG_PROMPT_TOKENS} (one pass) + first token`,
+        name: `fresh prefill ${LONG_PROMPT_TOKENS} (chunks of ${MAX_BATCH}) + first token`,
         setup: () => fresh.reset(),
         run: async () => {
           const r = await fresh.prefill(ids);
@@ -327,9 +323,9 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
         },
       },
       {
-        name: `fresh prefill ${LONG_PROMPT_TOKENS} in chunks of ${MAX_BATCH} + first token`,
-        setup: () => chunked.reset(),
-        run: async () => (await chunked.prefill(ids)).argmax,
+        name: `fresh prefill ${LONG_PROMPT_TOKENS} in one pass + first token`,
+        setup: () => onePass.reset(),
+        run: async () => (await onePass.prefill(ids)).argmax,
       },
     ],
     rounds,
@@ -363,12 +359,13 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
       const m = await cached.loadPromptCache(store, path, { prompt: ids });
       await cached.prefill(ids.slice(m.tokens.length));
     }),
-    chunked: await downloadsDuring(t, async () => (await chunked.reset(), await chunked.prefill(ids))),
+    onePass: await downloadsDuring(t, async () => (await onePass.reset(), await onePass.prefill(ids))),
   };
   fresh.dispose();
   cached.dispose();
-  chunked.dispose();
-  if (last[0] !== last[1] || last[0] !== last[2]) throw new Error(`${t.provider}: first tokens differ: fresh ${last[0]}, cached ${last[1]}, chunked ${last[2]}`);
+  onePass.dispose();
+  if (last[0] !== last[1] || last[0] !== last[2]) throw new Error(`${t.provider}: first tokens differ: fresh ${last[0]}, cached ${last[1]}, one pass ${last[2]}`);
+  if (downloads.fresh !== downloads.cached) throw new Error(`${t.provider}: fresh prefill downloads ${downloads.fresh} times, the cached path ${downloads.cached}: not like with like`);
   const diff = maxAbsDiff(freshLogits, cachedLogits);
   const timed = (xs: number[]) => xs.slice(warmup);
   return [
@@ -381,7 +378,7 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
       candidate: figures[1]!,
       figures: {
         'speedup (fresh / cached)': figures[0]!.medianMs / figures[1]!.medianMs,
-        'maxBatch (both sessions)': TTFT_MAX_BATCH,
+        'maxBatch (both sessions)': MAX_BATCH,
         'downloads to host (fresh, cached)': `${downloads.fresh}, ${downloads.cached}`,
         'first token': last[0]!,
         'max |logit diff| fresh vs cached': diff,
@@ -408,13 +405,13 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
       lane: t.lane,
       provider: t.provider,
       role: 'detail',
-      case: `  fresh prefill: ${Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH)} chunks of ${MAX_BATCH} vs one pass`,
+      case: `  fresh prefill: one pass vs ${Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH)} chunks of ${MAX_BATCH}`,
       baseline: figures[0]!,
       candidate: figures[2]!,
       figures: {
-        'chunks (each: submit, proven completion, logits readback)': Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH),
-        'downloads to host (one pass, chunked)': `${downloads.fresh}, ${downloads.chunked}`,
-        'speedup of the cache against the chunked prefill': figures[2]!.medianMs / figures[1]!.medianMs,
+        'chunks (each: submit, proven completion; logits read back after the last)': Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH),
+        'downloads to host (chunked, one pass)': `${downloads.fresh}, ${downloads.onePass}`,
+        'speedup of the cache against the one-pass prefill': figures[2]!.medianMs / figures[1]!.medianMs,
       },
     }),
   ];

@@ -626,5 +626,29 @@ for (const pc of providerCases()) {
       expect(out).toEqual(GREEDY.slice(5, 8));
       s.dispose();
     });
+
+    it('[TS-prefill-one-readback] a prefill of several chunks reads logits back once, after its last chunk, and chooses as one chunk does', async () => {
+      const story = [...PROMPT, ...GREEDY];
+      const ids = Array.from({ length: 40 }, (_, i) => story[i % story.length]!);
+      const chunked = await session(); // maxBatch 16: three chunks
+      const whole = await session({ maxBatch: ids.length }); // one chunk
+      const downloads = async (s: TextSession) => {
+        const mark = provider.ledgerMark();
+        const report = await s.prefill(ids);
+        return { report, count: provider.ledgerSince(mark).filter((e) => e.kind === 'copy' && e.to === 'host').length };
+      };
+      const three = await downloads(chunked);
+      const one = await downloads(whole);
+      // WebGPU: the logits and their argmax, once each; the host provider crosses no boundary.
+      expect(one.count).toBe(provider.kind === 'webgpu' ? 2 : 0);
+      expect(three.count).toBe(one.count);
+      expect(three.report.argmax).toBe(one.report.argmax);
+      expect(three.report.logits.length).toBe(model.config.vocabSize);
+      let worst = 0;
+      for (let i = 0; i < one.report.logits.length; i++) worst = Math.max(worst, Math.abs(three.report.logits[i]! - one.report.logits[i]!));
+      expect(worst).toBeLessThan(LAYER_TOLERANCE * 10);
+      chunked.dispose();
+      whole.dispose();
+    });
   });
 }

@@ -8,9 +8,10 @@
 // (ENODEV). Graphs are compiled per token count T (prefill chunk or 1 for decode) and cached; the position
 // of row 0 is a per-step value, so replaying a graph never recompiles anything.
 // Steps: `run(tokens, pos0)` writes the ids, submits, waits for proven completion and returns the logits
-// of the last row. It does not decide what is committed: TextSession (session.ts) wraps it in a
-// transaction. KV rows at and past the committed length are kept zero by the session so that a rolled-
-// back step leaves the state bit-identical.
+// of the last row (a run with `logits: false` downloads none: a prefill's earlier chunks only write their
+// KV rows, so a long prefill reads logits back once, after its last chunk). It does not decide what is
+// committed: TextSession (session.ts) wraps it in a transaction. KV rows at and past the committed length
+// are kept zero by the session so that a rolled-back step leaves the state bit-identical.
 // Layer observation: only a run that asks for it (`layers: true`) copies the residual stream after each
 // layer into an observation buffer [nLayers * maxBatch, dim] and downloads it with the logits. That buffer
 // is allocated into the state group on the first such run and its graphs are a separate family, so a
@@ -61,7 +62,16 @@ export interface RunOptions {
   readonly allRows?: boolean;
   /** Also return the hidden state after every layer (observer hooks); costs nothing when absent. */
   readonly layers?: boolean;
+  /**
+   * Download the logits and argmax (default true). With false nothing of them is read back: the result's
+   * logits and rowLogits are empty, argmaxRows is empty and argmax is NO_ARGMAX.
+   */
+  readonly logits?: boolean;
 }
+
+/** The argmax of a run that did not read its logits back (`logits: false`). */
+export const NO_ARGMAX = -1;
+const NO_LOGITS = new Float32Array(0);
 
 const DEFAULT_MAX_BATCH = 64;
 const F32_BYTES = 4;
@@ -284,21 +294,23 @@ export class LlamaForward {
     }
     const back = outcome.bundle.intoGroup().group;
     this.#group = back;
-    let logits: Float32Array;
-    let next: Uint32Array;
+    let logits: Float32Array = NO_LOGITS;
+    let next: Uint32Array = new Uint32Array(0);
     let hidden: Float32Array | undefined;
     {
-      using lv = back.view<'f32'>(logitsSlot);
-      logits = await lv.toArray();
-      using nv = back.view<'u32'>(nextSlot);
-      next = await nv.toArray();
+      if (options.logits !== false) {
+        using lv = back.view<'f32'>(logitsSlot);
+        logits = await lv.toArray();
+        using nv = back.view<'u32'>(nextSlot);
+        next = await nv.toArray();
+      }
       if (layers) {
         using hv = back.view<'f32'>(this.#hidden!.slot);
         hidden = await hv.toArray();
       }
     }
     const vocab = this.config.vocabSize;
-    const result = { logits: logits.subarray(logits.length - vocab), argmax: next[next.length - 1]!, argmaxRows: Array.from(next), rowLogits: logits };
+    const result = { logits: logits.subarray(Math.max(0, logits.length - vocab)), argmax: next[next.length - 1] ?? NO_ARGMAX, argmaxRows: Array.from(next), rowLogits: logits };
     if (hidden === undefined) return result;
     const stride = this.maxBatch * this.config.dim;
     const rows = T * this.config.dim;

@@ -789,7 +789,8 @@ export class TextSession {
         const passes: (readonly Float32Array[])[] = [];
         const batch = this.#forward.maxBatch;
         for (let at = 0; at < tokens.length; at += batch) {
-          result = await this.#forward.run(tokens.slice(at, at + batch), start + at, { layers });
+          // Only the last chunk's logits are used: earlier chunks read nothing back.
+          result = await this.#forward.run(tokens.slice(at, at + batch), start + at, { layers, logits: at + batch >= tokens.length });
           if (result.layers !== undefined) passes.push(result.layers);
         }
         return { ...result!, layers: layers ? concatLayers(passes) : undefined, layerTokens: tokens };
