@@ -64,7 +64,7 @@ export interface RunOptions {
   readonly layers?: boolean;
   /**
    * Download the logits and argmax (default true). With false nothing of them is read back: the result's
-   * logits and rowLogits are empty, argmaxRows is empty and argmax is NO_ARGMAX.
+   * logits and rowLogits are empty, argmaxRows is empty and argmax is -1 (NO_ARGMAX).
    */
   readonly logits?: boolean;
 }
