@@ -3,10 +3,23 @@
 // Both lanes run the same guarantee suites; the provider list each lane exercises comes from
 // contracts/support/providers.ts. The Dawn environment (VK_ICD_FILENAMES, XDG_RUNTIME_DIR) is set by
 // scripts/lane.sh in the real process environment, because the native addon does not see test.env.
+// Whether the model fixtures are required (TENON_REQUIRE_MODELS=1, or CI set) is decided here, where the
+// process environment is readable, and handed to both lanes with `provide` (contracts/support/models.ts
+// reads it with `inject`): browser test code cannot see process.env.
 import { searchForWorkspaceRoot } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scripts/chromium.config.js';
+
+const ci = process.env['CI'];
+const requireModels = process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** True when an absent model fixture must fail the suites that need it instead of skipping them. */
+    tenonRequireModels: boolean;
+  }
+}
 
 export default defineConfig({
   // The browser lane reads the real model fixtures from ../shared/models (never copied into the repo).
@@ -14,6 +27,7 @@ export default defineConfig({
   // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite.
   optimizeDeps: { include: ['fast-check'] },
   test: {
+    provide: { tenonRequireModels: requireModels },
     projects: [
       {
         extends: true,

@@ -1,5 +1,6 @@
 // Data-plane benchmarks, side by side in one Chromium run (issue 4, point 6). Ratios only; nothing is
-// asserted about time. Writes bench/results/dataplane.json and prints a table.
+// asserted about time. Writes bench/results/dataplane.json and prints a table (bench/report.ts: every row
+// is labelled `host CPU`; the data plane uses no GPU adapter).
 //   1. stream throughput worker -> worker, 64 KiB writes, 1 MiB of shared memory each:
 //        tenon descriptors (writeSync/readSync) vs ringbuf.js 0.4.0 vs a plain SAB slot memcpy
 //   2. 64 MiB blob read in a worker: tenon descriptor (readSync) vs a raw OPFS sync access handle
@@ -11,6 +12,7 @@ import type { Remote } from 'comlink';
 import { RingBuffer } from 'ringbuf.js';
 import { connectSession, createDataPlane, readExact, writeBlob } from '../src/index.js';
 import { RingReader, RingWriter, createRing } from '../src/dataplane/ring.js';
+import { formatPairTable, pairResult } from './report.js';
 import type { PairResult } from './report.js';
 import type { BenchWorker } from './dataplane.worker.js';
 
@@ -45,7 +47,7 @@ async function compare(name: string, baseline: Candidate, candidate: Candidate):
   }
   const bm = median(t.b!);
   const cm = median(t.c!);
-  return { case: name, baseline: baseline.name, candidate: candidate.name, baselineMedianMs: bm, candidateMedianMs: cm, ratio: cm / bm, rounds: ROUNDS };
+  return pairResult({ case: name, baseline: baseline.name, candidate: candidate.name, baselineMedianMs: bm, candidateMedianMs: cm, rounds: ROUNDS });
 }
 
 /** Bytes the page heap grows per call of `op` (after warm-up and a full GC; no GC can run in between). */
@@ -157,11 +159,7 @@ it('data plane: streams, blobs and allocations against their baselines', async (
   await r.close();
 
   const throughput = (res: PairResult, ms: number): string => `${((STREAM_TOTAL / (ms / 1000)) / 1e9).toFixed(2)} GB/s`;
-  console.log(`\ndata plane benchmark (Chromium ${navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1]}, ${navigator.hardwareConcurrency} cores)`);
-  console.log(`${'case'.padEnd(48)}${'baseline'.padEnd(32)}${'baseline ms'.padStart(12)}${'tenon ms'.padStart(10)}${'ratio'.padStart(7)}`);
-  for (const res of results) {
-    console.log(`${res.case.padEnd(48)}${res.baseline.padEnd(32)}${res.baselineMedianMs.toFixed(1).padStart(12)}${res.candidateMedianMs.toFixed(1).padStart(10)}${res.ratio.toFixed(2).padStart(7)}`);
-  }
+  console.log(`\n${formatPairTable(`data plane benchmark (Chromium ${navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1]}, ${navigator.hardwareConcurrency} cores)`, results).join('\n')}`);
   console.log(`stream throughput: tenon ${throughput(results[0]!, results[0]!.candidateMedianMs)}, ringbuf.js ${throughput(results[0]!, results[0]!.baselineMedianMs)}, slot memcpy ${throughput(results[1]!, results[1]!.baselineMedianMs)}`);
   for (const [k, v] of Object.entries(allocations)) console.log(`allocated bytes ${k}: ${v}`);
 

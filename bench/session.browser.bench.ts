@@ -1,18 +1,20 @@
-// Inference-session benchmark, Chromium part (issue 5, acceptance point 6); run by `npm run bench:session`
-// before the Node part, which merges these records into bench/results/session.json and prints the table.
-// In the page, with stories260K + tok512 fetched through the dev server (/@fs ../shared/models), on
-// WebGPU (SwiftShader here) and on the host provider over shared memory:
+// Inference-session benchmark, Chromium part (issue 5, acceptance point 6; issue 9 point 7); run by
+// `npm run bench:session` before the Node part, which merges these records into
+// bench/results/session.json and prints the table. In the page, with stories260K + tok512 fetched through
+// the dev server (/@fs ../shared/models), on WebGPU (SwiftShader here: rows say `software adapter`) and on
+// the host provider over shared memory, through TextSession's public API only:
 //   1 greedy decode tokens/s, host-shared vs WebGPU;
 //   2 time to first token for a 400-token prompt, fresh prefill vs a prompt cache of its first 390
-//     tokens loaded from the data plane (OPFS, through a page-side session of a fresh plane);
-//   3 speculative vs plain greedy generation on a repetitive prompt;
-//   4 checkpoint and rollback at 16 and 400 committed tokens, and what a rollback costs the caches.
+//     tokens loaded from the data plane (OPFS, through a page-side session of a fresh plane), both
+//     sessions prefilling in one pass;
+//   3 speculative vs plain greedy generation on a repetitive and on ordinary prompts;
+//   4 rollback at 16 and 400 committed tokens against reset + re-prefill, and checkpoint().
 import { it } from 'vitest';
 import { commands } from 'vitest/browser';
 import { connectSession, createDataPlane, createHostProvider, createWebGPUProvider } from '../src/index.js';
 import { readModelFixture } from '../contracts/support/models.js';
-import { adapterSummary } from './submit/adapter.js';
-import { decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase, ttftCase, zeroingCase } from './session/cases.js';
+import { describeAdapter } from './report.js';
+import { SPECULATIVE_PROMPTS, decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase, ttftCase } from './session/cases.js';
 import type { SessionRecord } from './session/cases.js';
 import type { SessionBrowserPart } from './session/part.js';
 
@@ -34,9 +36,8 @@ it('inference session in Chromium: decode, time to first token with a prompt cac
   try {
     records.push(await decodeCase(host, gpu));
     for (const t of [host, gpu]) records.push(...(await ttftCase(t, store)));
-    for (const t of [host, gpu]) records.push(await speculativeCase(t));
+    for (const prompt of SPECULATIVE_PROMPTS) for (const t of [host, gpu]) records.push(await speculativeCase(t, prompt));
     for (const t of [host, gpu]) records.push(...(await rollbackCase(t)));
-    records.push(...(await zeroingCase(gpuProvider, 'chromium', 'webgpu-chromium')));
   } finally {
     await store.close();
     await plane.close();
@@ -45,7 +46,7 @@ it('inference session in Chromium: decode, time to first token with a prompt cac
   const part: SessionBrowserPart = {
     date: new Date().toISOString(),
     browser: { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated },
-    adapter: adapterSummary(gpuProvider.adapterInfo, gpuProvider.device),
+    adapter: describeAdapter(gpuProvider.adapterInfo, gpuProvider.device),
     records,
   };
   console.log(formatTable('Chromium part', records));

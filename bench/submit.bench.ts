@@ -16,10 +16,10 @@ import { hostMatmulCases, overheadCases } from './submit/cases.js';
 import type { PhaseBreakdown } from './submit/cases.js';
 import { formatTable } from './submit/measure.js';
 import type { CaseRecord } from './submit/measure.js';
-import { adapterSummary } from './submit/adapter.js';
+import { adapterSummary, laneWhere } from './submit/adapter.js';
 import type { BrowserPart } from './submit/adapter.js';
 import { decodeGraph, smallGraph } from './submit/workloads.js';
-import { machineInfo } from './report.js';
+import { labelRows, machineInfo, softwareFields } from './report.js';
 
 const CHROMIUM_PART = 'bench/results/submit.chromium.json';
 
@@ -38,7 +38,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
   // Any error outside an error scope invalidates the run.
   const uncaptured: string[] = [];
   provider.device.onuncapturederror = (e) => uncaptured.push(e.error.message);
-  const records: CaseRecord[] = [];
+  let records: CaseRecord[] = [];
   const phases: PhaseBreakdown[] = [];
   const lane = 'node-dawn';
   const small = await overheadCases(provider, smallGraph(), 'b', lane, 'submit+retire, 3 small dispatches', { rounds: 21, iterations: 40, warmupRounds: 1 });
@@ -48,6 +48,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
   records.push(...(await hostMatmulCases(createHostProvider(), 'node')));
   if (uncaptured.length > 0) throw new Error(`uncaptured WebGPU errors during the run: ${uncaptured.slice(0, 3).join(' | ')}`);
   const dawnAdapter = adapterSummary(provider.adapterInfo, provider.device);
+  records = labelRows(records, (r) => laneWhere(r.lane, dawnAdapter));
   provider.destroy();
 
   // The Chromium part of this run, if it ran (scripts/lane.sh bench-submit removes it first).
@@ -70,6 +71,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
     date: new Date().toISOString(),
     machine: machineInfo(loadAtStart),
     note: 'timeRatio = tenon median time / peer median time (below 1: tenon faster); speedup = 1 / timeRatio. Candidates of a case run interleaved in one process (Node) or one page (Chromium); each sample is the mean call of one round (stalls included), each figure the median sample; callMedianRatio compares medians of single calls (stalls left out). phases: medians of tenon calls split at submit / wait / intoGroup.',
+    ...softwareFields(records),
     aims: { matmul: 'tenon >= 1.2x the peer speed (speedup >= 1.2)', overheads: 'tenon time <= 1.1x the hand-written loop (timeRatio <= 1.1)' },
     adapters: { 'node-dawn': dawnAdapter, chromium: 'adapter' in chromium ? chromium.adapter : chromium },
     browser: 'browser' in chromium ? chromium.browser : undefined,

@@ -18,7 +18,8 @@ import { MATMUL_AIM, hostMatmulCases, matmulGraph, maxRelDiff, overheadCases, re
 import type { PhaseBreakdown } from './submit/cases.js';
 import { formatTable, record, sideBySide } from './submit/measure.js';
 import type { CaseRecord } from './submit/measure.js';
-import { adapterSummary } from './submit/adapter.js';
+import { adapterSummary, laneWhere } from './submit/adapter.js';
+import { labelRows } from './report.js';
 import type { BrowserPart } from './submit/adapter.js';
 import { decodeGraph, pseudoRandom, smallGraph } from './submit/workloads.js';
 
@@ -117,19 +118,21 @@ it('execution layer in Chromium: tenon vs TF.js WebGPU and hand-written WebGPU',
   records.push(...small.records, ...decode.records);
   phases.push(small.phases, decode.phases);
   records.push(...(await hostMatmulCases(createHostProvider(), 'chromium-host')));
+  const adapter = adapterSummary(provider.adapterInfo, provider.device);
+  const labelled = labelRows(records, (r) => laneWhere(r.lane, adapter));
   const part: BrowserPart = {
     date: new Date().toISOString(),
     browser: { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated },
-    adapter: adapterSummary(provider.adapterInfo, provider.device),
+    adapter,
     peers: {
       a: `@tensorflow/tfjs-core + tfjs-backend-webgpu ${tf.version_core}, WebGPUBackend over tenon's GPUDevice`,
       'd (chromium-host)': `onnxruntime-web ${ort.env.versions.web ?? '1.30.0'} wasm, numThreads ${ort.env.wasm.numThreads}`,
     },
-    records,
+    records: labelled,
     phases,
   };
   if (uncaptured.length > 0) throw new Error(`uncaptured WebGPU errors during the run: ${uncaptured.slice(0, 3).join(' | ')}`);
-  console.log(formatTable('Chromium part', records));
+  console.log(formatTable('Chromium part', labelled));
   await commands.writeFile(PART, JSON.stringify(part, null, 2));
   provider.destroy();
 });

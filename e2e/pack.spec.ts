@@ -1,21 +1,72 @@
 // Plan: the package as another project gets it. `npm pack` the built package, install the tarball into
-// a fresh project (offline: its few dependencies come from the npm cache, or, when the cache lacks one,
-// from this repository's node_modules), then (1) import it as an ES
-// module in Node and run a graph, (2) type-check a strict TypeScript file against the installed
-// declarations (skipLibCheck off) — and a control file with a type error must fail — and (3) load the
-// installed script-tag bundle from a plain HTML page in Chromium: the global works, and so do the worker
-// files it starts. The project lives under test-results/ (Playwright empties it on every run).
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+// a fresh project with npm itself, offline (its few dependencies come from the npm cache or, when the
+// cache lacks one, from tarballs packed from this repository's node_modules and installed alongside: still
+// npm's own install, bin links and modes included), then (1) import it as an ES module in Node and run a
+// graph, (2) type-check a strict TypeScript file against the installed declarations (skipLibCheck off) —
+// and a control file with a type error must fail —, (3) run the `tenon` command as a user would, through
+// `npx` (a shell runs it, so it needs its `#!` line and execute permission) in a second project installed
+// from the same tarballs outside this repository: --help, greedy generation of the stories260K fixture on
+// the host provider, and the coded refusal of the webgpu provider without the `webgpu` package; and (4)
+// load the installed script-tag bundle from a plain HTML page in Chromium: the global works, and so do
+// the worker files it starts. The first project lives under test-results/ (Playwright empties it on every
+// run), the second under the system temp directory (removed after the run).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect, test } from '@playwright/test';
+import { skipWithoutModels } from './fixtures.js';
 
 const repo = resolve('.');
 const project = resolve('test-results/pack-project');
 const tsc = join(repo, 'node_modules/typescript/bin/tsc');
+const models = resolve('../shared/models');
+/** ../shared/models/README.md: "Once upon a time" with BOS, and llama2.c's greedy continuation. */
+const PROMPT_IDS = [1, 403, 407, 261, 378];
+const GREEDY_IDS = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
+/** Any execute bit (owner, group or others). */
+const EXECUTE_BITS = 0o111;
+
+const npmEnv = { ...process.env, npm_config_update_notifier: 'false' };
 
 function run(command: string, args: string[], cwd: string): string {
-  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: npmEnv });
+}
+
+/** The tarballs to install (tenon's, then any dependency packed from node_modules); set by beforeAll. */
+let tarballs: string[] = [];
+
+/** Installs `tarballs` (paths relative to `project`) into the npm project at `cwd` with npm, offline. */
+function install(cwd: string, files: string[]): void {
+  run('npm', ['install', ...files.map((t) => join(project, t)), '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], cwd);
+}
+
+function newProject(dir: string, name: string): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }, null, 2));
+}
+
+/**
+ * The project the command runs in: the same tarballs installed into a folder under the system temp
+ * directory, away from this repository, whose node_modules would otherwise resolve what the package
+ * leaves out (Node looks for modules in every parent folder). Made by the first test that needs it.
+ */
+let cliProject: string | undefined;
+
+function commandProject(): string {
+  if (cliProject === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'tenon-pack-cli-'));
+    newProject(dir, 'tenon-cli-check');
+    install(dir, tarballs);
+    cliProject = dir;
+  }
+  return cliProject;
+}
+
+/** `npx --no-install tenon ...` in the command project: status and both streams (a failure is a result here). */
+function npxTenon(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync('npx', ['--no-install', 'tenon', ...args], { cwd: commandProject(), encoding: 'utf8', env: npmEnv, timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 test.describe.configure({ mode: 'serial' });
@@ -23,25 +74,30 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(() => {
   test.setTimeout(180_000);
   rmSync(project, { recursive: true, force: true });
-  mkdirSync(project, { recursive: true });
+  newProject(project, 'tenon-pack-check');
   run('npm', ['pack', '--ignore-scripts', '--pack-destination', project], repo);
-  const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
-  expect(tarball).toBeDefined();
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'tenon-pack-check', private: true, type: 'module' }, null, 2));
+  const { name, version } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string; version: string };
+  const packed = readdirSync(project).filter((f) => f.endsWith('.tgz'));
+  expect(packed).toEqual([`${name}-${version}.tgz`]);
+  tarballs = [packed[0]!];
   try {
-    run('npm', ['install', `./${tarball}`, '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], project);
+    install(project, tarballs);
   } catch (err) {
-    // No network here and the npm cache lacks a dependency: install the way npm would, by hand — the
-    // tarball unpacked as node_modules/tenon, its dependencies copied from this repository's node_modules.
-    console.warn(`npm install --offline failed (${String((err as { stderr?: string }).stderr ?? err).trim()}); installing by hand`);
-    const target = join(project, 'node_modules/tenon');
-    mkdirSync(target, { recursive: true });
-    run('tar', ['-xzf', join(project, tarball!), '-C', target, '--strip-components=1'], project);
+    // No network here and the npm cache lacks a dependency: pack each dependency from this repository's
+    // node_modules (the exact pinned versions) and let npm install them together with the tarball.
+    console.warn(`npm install --offline failed (${String((err as { stderr?: string }).stderr ?? err).trim()}); installing the dependencies from packed copies`);
     const { dependencies } = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
-    for (const dep of Object.keys(dependencies)) cpSync(join(repo, 'node_modules', dep), join(project, 'node_modules', dep), { recursive: true });
+    for (const dep of Object.keys(dependencies)) {
+      tarballs.push(run('npm', ['pack', join(repo, 'node_modules', dep), '--ignore-scripts', '--pack-destination', project, '--loglevel=error'], project).trim().split('\n').pop()!);
+    }
+    install(project, tarballs);
   }
   copyFileSync('examples/esm/node.mjs', join(project, 'node.mjs'));
   copyFileSync('examples/esm/app.ts', join(project, 'app.ts'));
+});
+
+test.afterAll(() => {
+  if (cliProject !== undefined) rmSync(cliProject, { recursive: true, force: true });
 });
 
 test('[SHIP-pack] the packed package installs into another project and imports as an ES module in Node', () => {
@@ -82,6 +138,44 @@ test('[SHIP-pack] a strict TypeScript file type-checks against the installed dec
   }
   expect(failed).toContain('wrong.ts');
   expect(failed).toContain('TS2322');
+});
+
+test('[SHIP-bin] the installed `tenon` command is linked, starts with a #! line for Node and is executable', () => {
+  const dir = commandProject();
+  const target = realpathSync(join(dir, 'node_modules/.bin/tenon'));
+  expect(target).toBe(join(realpathSync(dir), 'node_modules/tenon/dist/workers/tenon.js'));
+  expect(readFileSync(target, 'utf8').split('\n', 1)[0]).toBe('#!/usr/bin/env node');
+  expect(statSync(target).mode & EXECUTE_BITS).toBe(EXECUTE_BITS);
+});
+
+test('[SHIP-bin] npx tenon --help exits 0 with the usage; a bad command exits 2', () => {
+  const help = npxTenon(['--help']);
+  expect(help.stderr).toBe('');
+  expect(help.status).toBe(0);
+  expect(help.stdout.startsWith('usage: tenon generate --model FILE')).toBe(true);
+  const bad = npxTenon(['frobnicate']);
+  expect(bad.status).toBe(2);
+  expect(bad.stderr.startsWith('tenon: unknown command frobnicate')).toBe(true);
+});
+
+test('[SHIP-bin] npx tenon generate --json on the host provider prints llama2.c greedy ids for the fixture', () => {
+  test.skip(skipWithoutModels(), 'model fixtures absent (../shared/models)');
+  test.setTimeout(120_000);
+  const fixtures = ['--model', join(models, 'stories260K.bin'), '--tokenizer', join(models, 'tok512.bin'), '--prompt', 'Once upon a time', '--steps', String(GREEDY_IDS.length)];
+  const r = npxTenon(['generate', ...fixtures, '--provider', 'host', '--json']);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  const out = JSON.parse(r.stdout) as { provider: string; promptIds: number[]; generatedIds: number[]; text: string };
+  expect(out.provider).toBe('host');
+  expect(out.promptIds).toEqual(PROMPT_IDS);
+  expect(out.generatedIds).toEqual(GREEDY_IDS);
+  expect(out.text).toBe(', there was a little girl named Lily');
+  // Dawn is the `webgpu` package, a development dependency of tenon: an installing project that lacks it
+  // gets a coded refusal for the webgpu provider, not a crash.
+  const gpu = npxTenon(['generate', ...fixtures, '--provider', 'webgpu', '--json']);
+  expect(gpu.status).toBe(1);
+  expect(gpu.stdout).toBe('');
+  expect(gpu.stderr.startsWith('tenon: ENOTSUP webgpu-package-missing: ')).toBe(true);
 });
 
 test('[SHIP-pack][SHIP-iife] the installed script-tag bundle works from a plain HTML page, its worker files included', async ({ page }) => {

@@ -3,10 +3,8 @@
 // as a module in a plain page where `tenon` names the built ES module bundle. The model URLs are the only
 // substitution: the public stories15M files become the local stories260K fixture (no network in tests).
 // Oracle: no page error, the values the blocks log, and the generated story text.
-import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
-import type { Page } from '@playwright/test';
-import ts from 'typescript';
+import { markedBlocks, runModule } from './doc-blocks.js';
 import { skipWithoutModels } from './fixtures.js';
 
 const MARK = '<!-- tested: e2e/readme.spec.ts';
@@ -14,34 +12,7 @@ const MODEL_URL = 'https://huggingface.co/karpathy/tinyllamas/resolve/main/stori
 const TOKENIZER_URL = 'https://raw.githubusercontent.com/karpathy/llama2.c/master/tokenizer.bin';
 const KNOWN_TEXT = ', there was a little girl named Lily. She loved to play outside in the park.';
 
-/** The marked ```ts blocks of README.md, in order. */
-function readmeBlocks(): string[] {
-  const lines = readFileSync('README.md', 'utf8').split('\n');
-  const blocks: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (!lines[i]!.startsWith(MARK)) continue;
-    expect(lines[i + 1]).toBe('```ts');
-    const end = lines.indexOf('```', i + 2);
-    blocks.push(lines.slice(i + 2, end).join('\n'));
-  }
-  return blocks;
-}
-
-/** Runs `source` as a module; `logs()` gives what it passed to console.log so far, in order. */
-async function runModule(page: Page, source: string): Promise<{ logs: () => Promise<unknown[]>; count: () => number; errors: string[] }> {
-  const pending: Promise<unknown>[] = [];
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'log') pending.push(Promise.all(m.args().map((a) => a.jsonValue())).then((v) => (v.length === 1 ? v[0] : v)));
-  });
-  await page.goto('/static/e2e/pages/readme.html');
-  const js = ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ESNext, module: ts.ModuleKind.ESNext } }).outputText;
-  await page.addScriptTag({ type: 'module', content: js });
-  return { logs: () => Promise.all(pending), count: () => pending.length, errors };
-}
-
-const blocks = readmeBlocks();
+const blocks = markedBlocks('README.md', MARK);
 
 test('[SHIP-readme-example] the README usage example runs as written: a graph sums, a file round-trips, the model tells its story', async ({ page }) => {
   test.skip(skipWithoutModels(), 'the model fixtures in ../shared/models are absent');

@@ -5,9 +5,12 @@
 #   4. node lane (host + WebGPU via Dawn)   5. browser lane (Chromium: WebGPU, OPFS, SAB, workers)
 #   5b. build (scripts/build.sh: the bundles, workers, types, Node builds and demo that ship)
 #   5c. e2e lane (@playwright/test: the built bundles, the packed package, the demo, whole-page faults)
-#   6. mutants: every designated bad implementation (contracts/mutants.json) must fail its suites
-# Every step runs even if an earlier one failed; scripts/summary.mjs then prints one line totalling
-# every lane, `tenon: N passed, M failed[, K skipped]`, and sets the exit status.
+#   6. mutants: every designated bad implementation (contracts/mutants/*.json) must make a test naming one
+#      of its guarantees fail (scripts/mutants.mjs)
+# Every step runs even if an earlier one failed; scripts/summary.mjs then prints the mutants on their own
+# line (`mutants: N killed of M`; mutants are not tests and never add to `passed`, but a mutant step that
+# failed counts as one failure) and one line totalling every lane, `tenon: N passed, M failed[, K skipped]`,
+# and sets the exit status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh || { echo "tenon: installation failed"; echo "tenon: 0 passed, 1 failed"; exit 1; }

@@ -1,17 +1,24 @@
-// The cases of the inference-session benchmark (issue 5, acceptance point 6), shared by the Node part
-// (host provider and Dawn) and the Chromium part (WebGPU in the page, host provider over shared memory,
-// prompt caches on OPFS); no node:* imports here. Every case returns SessionRecords: two measured sides,
-// their time ratio, and the figures the case is about. Cases check what they compare (same greedy ids,
-// same first token) and throw when that fails; nothing here asserts anything about time.
+// The cases of the inference-session benchmark (issue 5, acceptance point 6; issue 9 point 7), shared by
+// the Node part (host provider and Dawn) and the Chromium part (WebGPU in the page, host provider over
+// shared memory, prompt caches on OPFS); no node:* imports here. Every case drives TextSession through its
+// public API only (prefill, decode, generate with `speculative`, checkpoint/rollback, reset, prompt caches)
+// and returns SessionRecords: two measured sides, their time ratio, the case's own figures, and the
+// hardware label of bench/report.ts (a row measured on a software adapter says so). Cases check that both
+// sides compute the same (same greedy ids, same first token, same state) and throw when that fails;
+// nothing here asserts anything about time.
 //   1 decodeCase       greedy decode tokens/s, host provider vs WebGPU, in one lane
-//   2 ttftCase         time to first token of a ~400-token prompt, fresh prefill vs a loaded prompt cache
-//   3 speculativeCase  prompt-lookup speculative vs plain greedy generation on a repetitive prompt
-//   4 rollbackCase     checkpoint and rollback of 4 tokens at 16 and at 400 committed tokens
-//   4 zeroingCase      (WebGPU, attribution) what a rollback does to the caches, at stories260K and at
-//                      stories110M cache sizes: a host mapping of every cache vs a write of the rows only
-import { TextSession, createAllocationGroup, createRuntime, decodePromptCache, parseLlamaModel, parseTokenizer, readBlob, zeros } from '../../src/index.js';
-import type { DescriptorSlot, HostProvider, LlamaModelFile, Runtime, Session as PlaneSession, Tokenizer, WebGPUProvider } from '../../src/index.js';
-import { median } from '../submit/measure.js';
+//   2 ttftCase         time to first token of a 400-token prompt: fresh prefill vs a loaded prompt cache
+//                      and the prefill of the rest, both as the session prefills (chunks of maxBatch, the
+//                      logits read back once, after the last chunk), plus a one-pass prefill as a detail
+//   3 speculativeCase  prompt-lookup speculative vs plain greedy generation, on a repetitive prompt and on
+//                      ordinary ones, with the acceptance figures
+//   4 rollbackCase     rollback of k tokens (today's ranged zeroing of the rolled-back rows) at 16 and at
+//                      400 committed tokens, against reset + re-prefill of the same 400 tokens (the way
+//                      back without rollback), and checkpoint() at both depths
+import { TextSession, createRuntime, decodePromptCache, parseLlamaModel, parseTokenizer, readBlob } from '../../src/index.js';
+import type { HostProvider, LlamaModelFile, Runtime, Session as PlaneSession, Tokenizer, WebGPUProvider } from '../../src/index.js';
+import { HOST_CPU, describeAdapter, hardwareColumn, hardwareLabel, median, softwareNotice } from '../report.js';
+import type { HardwareLabel, Where } from '../report.js';
 
 /** Every session of the benchmark holds the model's whole context (stories260K: 512 positions). */
 export const MAX_SEQ = 512;
@@ -25,26 +32,21 @@ export const KNOWN_GREEDY = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
 /** Point 2: the long prompt, and the prefix its prompt cache holds (the rest is prefilled after a load). */
 export const LONG_PROMPT_TOKENS = 400;
 export const CACHED_PREFIX_TOKENS = 390;
+/** Point 2 detail: maxBatch of a session that prefills the whole prompt in one pass. */
+export const ONE_PASS_MAX_BATCH = MAX_SEQ;
 /** Point 3: tokens generated per run, and the prompt-lookup settings. */
 export const SPECULATIVE_TOKENS = 96;
 export const SPECULATIVE = { lookahead: 4, ngram: 2 } as const;
-/** Point 4: committed depths, and how many tokens are stepped then rolled back at each. */
+/** Point 4: committed depths; tokens stepped then rolled back (and the larger count of the detail row). */
 export const ROLLBACK_DEPTHS = [16, 400] as const;
 export const ROLLBACK_TOKENS = 4;
+export const ROLLBACK_TOKENS_MANY = 64;
+/** Point 4: rounds of rollback vs reset + re-prefill (each round prefills 400 tokens). */
+export const REPLAY_ROUNDS = 6;
 /** Point 4 detail: a session with a small context, to tell depth apart from cache capacity. */
 export const SMALL_MAX_SEQ = 64;
 /** checkpoint() is a few hundred nanoseconds: it is timed over this many calls per round. */
 export const CHECKPOINT_CALLS = 2000;
-
-/** Recorded with the results. */
-export const SETTINGS = {
-  maxSeq: MAX_SEQ,
-  maxBatch: MAX_BATCH,
-  decode: { prompt: DECODE_PROMPT, steps: DECODE_STEPS },
-  ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS },
-  speculative: { tokens: SPECULATIVE_TOKENS, ...SPECULATIVE },
-  rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS },
-} as const;
 
 /**
  * A TinyStories-style text (the model's own domain) long enough to encode to more than
@@ -68,26 +70,50 @@ export const LONG_TEXT = [
 /** Point 3: a prompt that repeats itself, so prompt lookup finds n-gram matches in the context. */
 export const REPETITIVE_TEXT = Array.from({ length: 6 }, () => 'Tom has a red ball. Tom likes to play with the ball.').join(' ');
 
+/**
+ * Point 3: the prompts speculation is measured on. The repetitive one is its best case; the ordinary ones
+ * are what users type: the fixture's own opening line, and a short story start that repeats no phrase
+ * (drafts then come only from what the model itself repeats while generating).
+ */
+export const SPECULATIVE_PROMPTS = [
+  { kind: 'repetitive', text: REPETITIVE_TEXT },
+  { kind: 'ordinary', text: DECODE_PROMPT },
+  { kind: 'ordinary', text: 'Ben and his sister Mia went to the beach with their dad. They built a big sand castle and looked for shells near the water.' },
+] as const;
+
+/** Recorded with the results. */
+export const SETTINGS = {
+  maxSeq: MAX_SEQ,
+  maxBatch: MAX_BATCH,
+  decode: { prompt: DECODE_PROMPT, steps: DECODE_STEPS },
+  ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS, maxBatch: MAX_BATCH, onePassDetailMaxBatch: ONE_PASS_MAX_BATCH },
+  speculative: { tokens: SPECULATIVE_TOKENS, ...SPECULATIVE, prompts: SPECULATIVE_PROMPTS },
+  rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, manyTokens: ROLLBACK_TOKENS_MANY, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS, replayRounds: REPLAY_ROUNDS },
+} as const;
+
 export type Lane = 'node' | 'chromium';
 export type ProviderName = 'host' | 'host-shared' | 'webgpu-dawn' | 'webgpu-chromium';
 
-/** One provider of a lane, with its runtime and the parsed fixtures. */
+/** One provider of a lane, with its runtime, the parsed fixtures and where it computes. */
 export interface BenchTarget {
   readonly lane: Lane;
   readonly provider: ProviderName;
   readonly runtime: Runtime;
   readonly model: LlamaModelFile;
   readonly tokenizer: Tokenizer;
+  /** 'host' for the host provider, else the WebGPU adapter (software or not). */
+  readonly where: Where;
 }
 
 export function makeTarget(lane: Lane, provider: ProviderName, gpuOrHost: HostProvider | WebGPUProvider, modelBytes: Uint8Array, tokBytes: Uint8Array): BenchTarget {
   const model = parseLlamaModel(modelBytes);
   const tokenizer = parseTokenizer(tokBytes, model.config.vocabSize);
-  return { lane, provider, runtime: createRuntime(gpuOrHost), model, tokenizer };
+  const where: Where = gpuOrHost.kind === 'webgpu' ? describeAdapter(gpuOrHost.adapterInfo, gpuOrHost.device) : 'host';
+  return { lane, provider, runtime: createRuntime(gpuOrHost), model, tokenizer, where };
 }
 
-export function openSession(t: BenchTarget, maxSeq = MAX_SEQ): Promise<TextSession> {
-  return TextSession.create({ runtime: t.runtime, model: t.model, tokenizer: t.tokenizer, maxSeq, maxBatch: MAX_BATCH });
+export function openSession(t: BenchTarget, maxSeq = MAX_SEQ, maxBatch = MAX_BATCH): Promise<TextSession> {
+  return TextSession.create({ runtime: t.runtime, model: t.model, tokenizer: t.tokenizer, maxSeq, maxBatch });
 }
 
 /** Timing of one measured side: median, fastest and slowest round, in ms. */
@@ -100,7 +126,7 @@ export interface Figure {
 }
 
 /** One row of bench/results/session.json. */
-export interface SessionRecord {
+export interface SessionRecord extends HardwareLabel {
   /** Acceptance point 6 item: 1 decode, 2 time to first token, 3 speculative, 4 checkpoint/rollback. */
   readonly point: 1 | 2 | 3 | 4;
   readonly lane: Lane;
@@ -153,9 +179,21 @@ function figure(name: string, ms: readonly number[]): Figure {
   return { name, medianMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms), rounds: ms.length };
 }
 
-function recordOf(input: Omit<SessionRecord, 'ratio' | 'minRatio' | 'role'> & { role?: SessionRecord['role'] }): SessionRecord {
+type RecordInput = Omit<SessionRecord, 'ratio' | 'minRatio' | 'role' | keyof HardwareLabel> & { readonly role?: SessionRecord['role'] };
+
+/** A row whose sides ran on `targets` (their hardware labels the row). */
+function recordOf(targets: readonly BenchTarget[], input: RecordInput): SessionRecord {
   const { baseline, candidate } = input;
-  return { ...input, role: input.role ?? 'headline', ratio: candidate.medianMs / baseline.medianMs, minRatio: candidate.minMs / baseline.minMs };
+  const label = targets.length === 0 ? HOST_CPU : hardwareLabel(...targets.map((t) => t.where));
+  return { ...input, role: input.role ?? 'headline', ratio: candidate.medianMs / baseline.medianMs, minRatio: candidate.minMs / baseline.minMs, ...label };
+}
+
+/** Downloads into host memory (the provider's ledger) that `work` caused: on WebGPU, each is one readback. */
+async function downloadsDuring(t: BenchTarget, work: () => Promise<unknown>): Promise<number> {
+  const provider = t.runtime.provider;
+  const mark = provider.ledgerMark();
+  await work();
+  return provider.ledgerSince(mark).filter((e) => e.kind === 'copy' && e.to === 'host').length;
 }
 
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
@@ -214,7 +252,7 @@ export async function decodeCase(host: BenchTarget, gpu: BenchTarget, rounds = 5
   let agree = 0;
   while (agree < hostIds.length && hostIds[agree] === gpuIds[agree]) agree++;
   const tokPerS = (f: Figure) => (DECODE_STEPS * 1000) / f.medianMs;
-  return recordOf({
+  return recordOf([host, gpu], {
     point: 1,
     lane: host.lane,
     provider: `${host.provider} vs ${gpu.provider}`,
@@ -233,10 +271,13 @@ export async function decodeCase(host: BenchTarget, gpu: BenchTarget, rounds = 5
 
 /**
  * Point 2 (needs the data plane, so the Chromium lane): time to first token for the LONG_PROMPT_TOKENS
- * prompt. Fresh: prefill of the whole prompt (chunks of MAX_BATCH) and its greedy choice. Cached:
- * loadPromptCache of a cache holding the first CACHED_PREFIX_TOKENS (read from OPFS, digest and identity
- * checked, KV rows imported), prefill of the rest, greedy choice. Both sessions exist and are reset
- * untimed before each call; the model is loaded in both. Both must choose the same first token.
+ * prompt, like with like: both sides are sessions of the same maxBatch (MAX_BATCH) and prefill as the
+ * session does, in chunks whose logits are not read back except the last's, so each side downloads the
+ * same (checked with the provider's ledger). Fresh: prefill of the whole prompt and its greedy choice.
+ * Cached: loadPromptCache of a cache holding the first CACHED_PREFIX_TOKENS (read from OPFS, digest and
+ * identity checked, KV rows imported), prefill of the rest, greedy choice. Both sessions exist and are
+ * reset untimed before each call. Both must choose the same first token. Details: where a load's time
+ * goes, and the fresh prefill in one pass (maxBatch ONE_PASS_MAX_BATCH) against the chunked one.
  */
 export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, warmup = 1): Promise<SessionRecord[]> {
   const ids = longPrompt(t.tokenizer);
@@ -251,6 +292,7 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
   const blobBytes = info.kind === 'blob' ? info.length : -1;
   const fresh = await openSession(t);
   const cached = await openSession(t);
+  const onePass = await openSession(t, MAX_SEQ, ONE_PASS_MAX_BATCH);
   const loadMs: number[] = [];
   const restMs: number[] = [];
   let freshLogits: Float32Array = new Float32Array(0);
@@ -258,7 +300,7 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
   const { figures, last } = await interleaved<number>(
     [
       {
-        name: `fresh prefill ${LONG_PROMPT_TOKENS} + first token`,
+        name: `fresh prefill ${LONG_PROMPT_TOKENS} (chunks of ${MAX_BATCH}) + first token`,
         setup: () => fresh.reset(),
         run: async () => {
           const r = await fresh.prefill(ids);
@@ -279,6 +321,11 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
           cachedLogits = r.logits;
           return r.argmax;
         },
+      },
+      {
+        name: `fresh prefill ${LONG_PROMPT_TOKENS} in one pass + first token`,
+        setup: () => onePass.reset(),
+        run: async () => (await onePass.prefill(ids)).argmax,
       },
     ],
     rounds,
@@ -304,13 +351,25 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
     rounds,
     warmup,
   );
+  // Readbacks per side (untimed runs): the ledger's downloads into host memory (none on the host provider).
+  const downloads = {
+    fresh: await downloadsDuring(t, async () => (await fresh.reset(), await fresh.prefill(ids))),
+    cached: await downloadsDuring(t, async () => {
+      await cached.reset();
+      const m = await cached.loadPromptCache(store, path, { prompt: ids });
+      await cached.prefill(ids.slice(m.tokens.length));
+    }),
+    onePass: await downloadsDuring(t, async () => (await onePass.reset(), await onePass.prefill(ids))),
+  };
   fresh.dispose();
   cached.dispose();
-  if (last[0] !== last[1]) throw new Error(`${t.provider}: first token with a cache (${last[1]}) differs from a fresh prefill (${last[0]})`);
+  onePass.dispose();
+  if (last[0] !== last[1] || last[0] !== last[2]) throw new Error(`${t.provider}: first tokens differ: fresh ${last[0]}, cached ${last[1]}, one pass ${last[2]}`);
+  if (downloads.fresh !== downloads.cached) throw new Error(`${t.provider}: fresh prefill downloads ${downloads.fresh} times, the cached path ${downloads.cached}: not like with like`);
   const diff = maxAbsDiff(freshLogits, cachedLogits);
   const timed = (xs: number[]) => xs.slice(warmup);
   return [
-    recordOf({
+    recordOf([t], {
       point: 2,
       lane: t.lane,
       provider: t.provider,
@@ -319,12 +378,14 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
       candidate: figures[1]!,
       figures: {
         'speedup (fresh / cached)': figures[0]!.medianMs / figures[1]!.medianMs,
+        'maxBatch (both sessions)': MAX_BATCH,
+        'downloads to host (fresh, cached)': `${downloads.fresh}, ${downloads.cached}`,
         'first token': last[0]!,
         'max |logit diff| fresh vs cached': diff,
         'cache blob bytes': blobBytes,
       },
     }),
-    recordOf({
+    recordOf([t], {
       point: 2,
       lane: t.lane,
       provider: t.provider,
@@ -339,113 +400,144 @@ export async function ttftCase(t: BenchTarget, store: PlaneSession, rounds = 7, 
         'savePromptCache ms (once)': saveMs,
       },
     }),
+    recordOf([t], {
+      point: 2,
+      lane: t.lane,
+      provider: t.provider,
+      role: 'detail',
+      case: `  fresh prefill: one pass vs ${Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH)} chunks of ${MAX_BATCH}`,
+      baseline: figures[0]!,
+      candidate: figures[2]!,
+      figures: {
+        'chunks (each: submit, proven completion; logits read back after the last)': Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH),
+        'downloads to host (chunked, one pass)': `${downloads.fresh}, ${downloads.onePass}`,
+        'speedup of the cache against the one-pass prefill': figures[2]!.medianMs / figures[1]!.medianMs,
+      },
+    }),
   ];
 }
 
+/** Acceptance figures of one speculative run, from speculationStats() read after every yielded token. */
+interface Acceptance {
+  readonly passes: number;
+  readonly drafted: number;
+  readonly accepted: number;
+  /** Verification passes that rejected at least one draft (their rejected rows are rolled back). */
+  readonly passesWithRejection: number;
+}
+
+/** Generates SPECULATIVE_TOKENS greedy ids after `ids` (no stop tokens, so exactly that many). */
+async function generateIds(s: TextSession, ids: readonly number[], speculative: boolean, track?: (stats: ReturnType<TextSession['speculationStats']>) => void): Promise<number[]> {
+  const out: number[] = [];
+  const options = { maxTokens: SPECULATIVE_TOKENS, stopTokens: [], ...(speculative ? { speculative: SPECULATIVE } : {}) };
+  for await (const g of s.generate(ids, options)) {
+    out.push(g.token);
+    track?.(s.speculationStats());
+  }
+  return out;
+}
+
 /**
- * Point 3: SPECULATIVE_TOKENS greedy tokens after the repetitive prompt, plain vs prompt-lookup
- * speculative (no stop tokens, so both produce exactly that many). Each round rolls back and prefills all
- * but the prompt's last token untimed; generate() then prefills that one token and decodes. The outputs
- * must be identical. The speculative session's zeroRowsForLane (the rollback of rejected draft rows) is
- * wrapped to count and time it: that is where a rejected draft costs.
+ * Point 3: SPECULATIVE_TOKENS greedy tokens after one prompt, plain vs prompt-lookup speculative, through
+ * generate() (the speculative option) only. Each round resets and prefills all but the prompt's last
+ * token untimed; generate() then prefills that one token and decodes. The outputs must be identical.
+ * Acceptance comes from speculationStats(): its totals over the timed run, and, in one more untimed run
+ * that reads it after every yielded token, how many passes rejected a draft.
  */
-export async function speculativeCase(t: BenchTarget, rounds = 5, warmup = 1): Promise<SessionRecord> {
-  const ids = t.tokenizer.encode(REPETITIVE_TEXT, { bos: true });
+export async function speculativeCase(t: BenchTarget, prompt: (typeof SPECULATIVE_PROMPTS)[number], rounds = 4, warmup = 1): Promise<SessionRecord> {
+  const ids = t.tokenizer.encode(prompt.text, { bos: true });
   const plain = await openSession(t);
   const spec = await openSession(t);
-  const zeroing = { calls: 0, ms: 0 };
-  const original = spec.zeroRowsForLane.bind(spec);
-  spec.zeroRowsForLane = async (from: number, to: number): Promise<void> => {
-    const a = performance.now();
-    await original(from, to);
-    if (to > from) {
-      zeroing.calls++;
-      zeroing.ms += performance.now() - a;
-    }
+  const prepare = async (s: TextSession): Promise<void> => {
+    await s.reset();
+    await s.prefill(ids.slice(0, -1));
   };
   let statsBefore = spec.speculationStats();
-  let zeroBefore = { ...zeroing };
-  const run = async (s: TextSession, speculative: boolean): Promise<number[]> => {
-    const out: number[] = [];
-    const options = { maxTokens: SPECULATIVE_TOKENS, stopTokens: [], ...(speculative ? { speculative: SPECULATIVE } : {}) };
-    for await (const g of s.generate(ids, options)) out.push(g.token);
-    return out;
-  };
   const { figures, last } = await interleaved<number[]>(
     [
-      {
-        name: `plain greedy, ${SPECULATIVE_TOKENS} tokens`,
-        setup: async () => {
-          await plain.reset();
-          await plain.prefill(ids.slice(0, -1));
-        },
-        run: () => run(plain, false),
-      },
+      { name: `plain greedy, ${SPECULATIVE_TOKENS} tokens`, setup: () => prepare(plain), run: () => generateIds(plain, ids, false) },
       {
         name: `speculative (lookahead ${SPECULATIVE.lookahead}, ngram ${SPECULATIVE.ngram})`,
         setup: async () => {
-          await spec.reset();
-          await spec.prefill(ids.slice(0, -1));
+          await prepare(spec);
           statsBefore = spec.speculationStats();
-          zeroBefore = { ...zeroing };
         },
-        run: () => run(spec, true),
+        run: () => generateIds(spec, ids, true),
       },
     ],
     rounds,
     warmup,
   );
   const stats = spec.speculationStats();
+  const total: Acceptance = {
+    passes: stats.passes - statsBefore.passes,
+    drafted: stats.drafted - statsBefore.drafted,
+    accepted: stats.accepted - statsBefore.accepted,
+    passesWithRejection: 0,
+  };
+  // One untimed run that watches every pass: a pass that proposed more than it accepted rejected a draft.
+  await prepare(spec);
+  let seen = spec.speculationStats();
+  let rejecting = 0;
+  const watched = await generateIds(spec, ids, true, (now) => {
+    if (now.passes > seen.passes && now.drafted - seen.drafted > now.accepted - seen.accepted) rejecting++;
+    seen = now;
+  });
   plain.dispose();
   spec.dispose();
   const [a, b] = last as [number[], number[]];
-  if (a.length !== SPECULATIVE_TOKENS || !sameIds(a, b)) throw new Error(`${t.provider}: speculative output differs from plain greedy:\n${a.join(',')}\n${b.join(',')}`);
-  const passes = stats.passes - statsBefore.passes;
-  const drafted = stats.drafted - statsBefore.drafted;
-  const accepted = stats.accepted - statsBefore.accepted;
-  return recordOf({
+  if (a.length !== SPECULATIVE_TOKENS || !sameIds(a, b) || !sameIds(a, watched)) throw new Error(`${t.provider}: speculative output differs from plain greedy:\n${a.join(',')}\n${b.join(',')}`);
+  const plainSteps = SPECULATIVE_TOKENS - total.passes - total.accepted;
+  return recordOf([t], {
     point: 3,
     lane: t.lane,
     provider: t.provider,
-    case: `speculative vs plain greedy, repetitive prompt (${ids.length} ids)`,
+    case: `speculative vs plain greedy, ${prompt.kind} prompt (${ids.length} ids)`,
     baseline: figures[0]!,
     candidate: figures[1]!,
     figures: {
+      prompt: prompt.kind,
       'outputs identical': true,
-      'verification passes': passes,
-      drafted,
-      accepted,
-      'acceptance rate': drafted === 0 ? 0 : accepted / drafted,
-      'plain decode steps in the speculative run': SPECULATIVE_TOKENS - passes - accepted,
-      'rejected-row zeroings (lane rollbacks)': zeroing.calls - zeroBefore.calls,
-      'ms in rejected-row zeroing (last run)': zeroing.ms - zeroBefore.ms,
+      'verification passes': total.passes,
+      'passes with a rejected draft': rejecting,
+      drafted: total.drafted,
+      accepted: total.accepted,
+      'acceptance rate': total.drafted === 0 ? 0 : total.accepted / total.drafted,
+      'tokens per verification pass': total.passes === 0 ? 0 : (total.passes + total.accepted) / total.passes,
+      'plain decode steps in the speculative run': plainSteps,
+      [`forward passes for ${SPECULATIVE_TOKENS} tokens (speculative; plain ${SPECULATIVE_TOKENS})`]: total.passes + plainSteps,
     },
   });
 }
 
 /**
- * Point 4: at depths 16 and 400 (a session each, interleaved), step ROLLBACK_TOKENS tokens untimed and
- * time rollback() to the checkpoint taken before them; checkpoint() itself is timed over
- * CHECKPOINT_CALLS calls. Detail: the same rollback at depth 16 on a session of SMALL_MAX_SEQ positions,
- * which tells the committed depth apart from the capacity of the cache.
+ * Point 4, with today's rollback (it zeroes only the rolled-back rows of every K and V cache). Sessions at
+ * 16 and at 400 committed tokens, and one at 16 with a SMALL_MAX_SEQ context; each timed side steps its
+ * tokens untimed after taking a fresh checkpoint, then times the way back to that checkpoint:
+ *   rollback(cp) of ROLLBACK_TOKENS at 16, at 400 and at 16 with the small context, and of
+ *   ROLLBACK_TOKENS_MANY at 400 (`rounds` each); and, in REPLAY_ROUNDS against the rollback at 400, the
+ *   baseline that exists without rollback: reset() plus the prefill of the same 400 tokens (in the same
+ *   chunks as the session was built).
+ * The state after a rollback must equal the state after reset + re-prefill (rows past 400 zero, the rest
+ * as recomputed). checkpoint() is timed over CHECKPOINT_CALLS calls.
  */
 export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Promise<SessionRecord[]> {
   const ids = longPrompt(t.tokenizer);
-  const step = ids.slice(100, 100 + ROLLBACK_TOKENS);
   const [shallow, deep] = ROLLBACK_DEPTHS;
+  const stepOf = (k: number) => ids.slice(100, 100 + k);
   const make = async (depth: number, maxSeq = MAX_SEQ): Promise<TextSession> => {
     const s = await openSession(t, maxSeq);
-    for (let at = 0; at < depth; at += MAX_BATCH) await s.prefill(ids.slice(at, Math.min(depth, at + MAX_BATCH)));
+    await s.prefill(ids.slice(0, depth));
     return s;
   };
   const sessions = { shallow: await make(shallow), deep: await make(deep), small: await make(shallow, SMALL_MAX_SEQ) };
-  const rollbackSide = (s: TextSession, name: string): Side<number> => {
+  const rollbackSide = (s: TextSession, k: number, name: string): Side<number> => {
     let cp = s.checkpoint();
     return {
       name,
       setup: async () => {
         cp = s.checkpoint();
-        await s.prefill(step);
+        await s.prefill(stepOf(k));
       },
       run: async () => {
         await s.rollback(cp);
@@ -453,16 +545,50 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
       },
     };
   };
-  const rb = await interleaved(
+  const sides: Side<number>[] = [
+    rollbackSide(sessions.shallow, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${shallow} committed`),
+    rollbackSide(sessions.deep, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${deep} committed`),
+    rollbackSide(sessions.small, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${shallow}, maxSeq ${SMALL_MAX_SEQ}`),
+    rollbackSide(sessions.deep, ROLLBACK_TOKENS_MANY, `rollback ${ROLLBACK_TOKENS_MANY} at ${deep} committed`),
+  ];
+  const rb = await interleaved(sides, rounds, warmup);
+  const expected = [shallow, deep, shallow, deep];
+  if (!sameIds(rb.last, expected)) throw new Error(`${t.provider}: rollback left lengths ${rb.last.join(',')}, not ${expected.join(',')}`);
+  // The way back without rollback, against the rollback it replaces (fewer rounds: a re-prefill is
+  // thousands of times slower, so drift cannot matter at that ratio, and each round costs a prefill).
+  const replay = sessions.deep;
+  const vsReplay = await interleaved<number>(
     [
-      rollbackSide(sessions.shallow, `rollback ${ROLLBACK_TOKENS} at ${shallow} committed`),
-      rollbackSide(sessions.deep, `rollback ${ROLLBACK_TOKENS} at ${deep} committed`),
-      rollbackSide(sessions.small, `rollback ${ROLLBACK_TOKENS} at ${shallow}, maxSeq ${SMALL_MAX_SEQ}`),
+      rollbackSide(sessions.deep, ROLLBACK_TOKENS, `rollback ${ROLLBACK_TOKENS} at ${deep} committed`),
+      {
+        name: `reset + prefill ${deep} (from ${deep + ROLLBACK_TOKENS})`,
+        setup: async () => void (await replay.prefill(stepOf(ROLLBACK_TOKENS))),
+        run: async () => {
+          await replay.reset();
+          await replay.prefill(ids.slice(0, deep));
+          return replay.length;
+        },
+      },
     ],
-    rounds,
-    warmup,
+    REPLAY_ROUNDS,
+    1,
   );
-  if (rb.last[0] !== shallow || rb.last[1] !== deep || rb.last[2] !== shallow) throw new Error(`${t.provider}: rollback left lengths ${rb.last.join(',')}`);
+  if (!sameIds(vsReplay.last, [deep, deep])) throw new Error(`${t.provider}: rollback / re-prefill left lengths ${vsReplay.last.join(',')}`);
+  // Same state both ways: after a rollback of ROLLBACK_TOKENS at 400, and after reset + re-prefill.
+  const cache = async (): Promise<Float32Array> => replay.exportState(replay.maxSeq);
+  const cp = replay.checkpoint();
+  await replay.prefill(stepOf(ROLLBACK_TOKENS));
+  await replay.rollback(cp);
+  const afterRollback = await cache();
+  await replay.reset();
+  await replay.prefill(ids.slice(0, deep));
+  const afterReplay = await cache();
+  const c = t.model.config;
+  const rowsPerCache = MAX_SEQ * c.kvDim;
+  for (let cacheAt = 0; cacheAt < afterRollback.length; cacheAt += rowsPerCache) {
+    if (afterRollback.subarray(cacheAt + deep * c.kvDim, cacheAt + rowsPerCache).some((x) => x !== 0)) throw new Error(`${t.provider}: rows past ${deep} are not zero after rollback`);
+  }
+  const stateDiff = maxAbsDiff(afterRollback, afterReplay);
   const checkpointSide = (s: TextSession, depth: number): Side<number> => ({
     name: `checkpoint() at ${depth} committed (per call)`,
     run: async () => {
@@ -471,57 +597,88 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
       return sum;
     },
   });
-  const cp = await interleaved([checkpointSide(sessions.shallow, shallow), checkpointSide(sessions.deep, deep)], rounds, warmup);
+  const cps = await interleaved([checkpointSide(sessions.shallow, shallow), checkpointSide(sessions.deep, deep)], rounds, warmup);
   const perCall = (f: Figure): Figure => ({ ...f, medianMs: f.medianMs / CHECKPOINT_CALLS, minMs: f.minMs / CHECKPOINT_CALLS, maxMs: f.maxMs / CHECKPOINT_CALLS });
   // Context: one decode step at the deep session (rolled back untimed), to express a rollback in steps.
-  const deepCp = sessions.deep.checkpoint();
+  let stepCp = sessions.deep.checkpoint();
   const stepTiming = await interleaved<number>(
     [
       {
         name: `decode step at ${deep}`,
-        setup: () => sessions.deep.rollback(deepCp),
-        run: async () => (await sessions.deep.decode(step[0]!)).argmax,
+        setup: async () => {
+          if (sessions.deep.length > deep) await sessions.deep.rollback(stepCp);
+          stepCp = sessions.deep.checkpoint();
+        },
+        run: async () => (await sessions.deep.decode(ids[100]!)).argmax,
       },
     ],
     5,
     1,
   );
-  const c = t.model.config;
   const cacheBytes = (maxSeq: number) => 2 * c.nLayers * maxSeq * c.kvDim * 4;
-  const zeroedBytes = 2 * c.nLayers * ROLLBACK_TOKENS * c.kvDim * 4;
+  const rowBytes = (k: number) => 2 * c.nLayers * k * c.kvDim * 4;
   for (const s of Object.values(sessions)) s.dispose();
+  const [atShallow, atDeep, atSmall, manyAtDeep] = rb.figures as [Figure, Figure, Figure, Figure];
+  const [rolledBack, replayed] = vsReplay.figures as [Figure, Figure];
   return [
-    recordOf({
+    recordOf([t], {
+      point: 4,
+      lane: t.lane,
+      provider: t.provider,
+      case: `back to ${deep} committed: rollback ${ROLLBACK_TOKENS} vs reset + re-prefill`,
+      baseline: replayed,
+      candidate: rolledBack,
+      figures: {
+        'speedup (re-prefill / rollback)': replayed.medianMs / rolledBack.medianMs,
+        'max |KV diff| rollback vs re-prefill': stateDiff,
+        'bytes the rolled-back rows hold': rowBytes(ROLLBACK_TOKENS),
+      },
+    }),
+    recordOf([t], {
       point: 4,
       lane: t.lane,
       provider: t.provider,
       case: `rollback of ${ROLLBACK_TOKENS} tokens: ${deep} vs ${shallow} committed`,
-      baseline: rb.figures[0]!,
-      candidate: rb.figures[1]!,
+      baseline: atShallow,
+      candidate: atDeep,
       figures: {
-        'bytes the rolled-back rows hold': zeroedBytes,
+        'bytes the rolled-back rows hold': rowBytes(ROLLBACK_TOKENS),
         'KV cache bytes (maxSeq 512)': cacheBytes(MAX_SEQ),
-        [`rollback at ${deep} in decode steps`]: rb.figures[1]!.medianMs / stepTiming.figures[0]!.medianMs,
+        [`rollback at ${deep} in decode steps`]: atDeep.medianMs / stepTiming.figures[0]!.medianMs,
         'decode step ms (context)': stepTiming.figures[0]!.medianMs,
       },
     }),
-    recordOf({
+    recordOf([t], {
       point: 4,
       lane: t.lane,
       provider: t.provider,
       case: `checkpoint(): ${deep} vs ${shallow} committed`,
-      baseline: perCall(cp.figures[0]!),
-      candidate: perCall(cp.figures[1]!),
+      baseline: perCall(cps.figures[0]!),
+      candidate: perCall(cps.figures[1]!),
       figures: { 'calls per round': CHECKPOINT_CALLS },
     }),
-    recordOf({
+    recordOf([t], {
+      point: 4,
+      lane: t.lane,
+      provider: t.provider,
+      role: 'detail',
+      case: `  rollback at ${deep}: ${ROLLBACK_TOKENS_MANY} vs ${ROLLBACK_TOKENS} tokens (rows zeroed)`,
+      baseline: atDeep,
+      candidate: manyAtDeep,
+      figures: {
+        [`bytes of ${ROLLBACK_TOKENS} rows`]: rowBytes(ROLLBACK_TOKENS),
+        [`bytes of ${ROLLBACK_TOKENS_MANY} rows`]: rowBytes(ROLLBACK_TOKENS_MANY),
+        [`rollback of ${ROLLBACK_TOKENS_MANY} vs re-prefill`]: manyAtDeep.medianMs / replayed.medianMs,
+      },
+    }),
+    recordOf([t], {
       point: 4,
       lane: t.lane,
       provider: t.provider,
       role: 'detail',
       case: `  rollback at ${shallow}: maxSeq ${MAX_SEQ} vs ${SMALL_MAX_SEQ} (capacity)`,
-      baseline: rb.figures[2]!,
-      candidate: rb.figures[0]!,
+      baseline: atSmall,
+      candidate: atShallow,
       figures: {
         [`KV cache bytes (maxSeq ${SMALL_MAX_SEQ})`]: cacheBytes(SMALL_MAX_SEQ),
         [`KV cache bytes (maxSeq ${MAX_SEQ})`]: cacheBytes(MAX_SEQ),
@@ -530,104 +687,22 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
   ];
 }
 
-/** KV cache geometries for zeroingCase: slots (2 per layer), positions, kvDim (models/README.md, llama2.c). */
-export const CACHE_GEOMETRIES = [
-  { label: 'stories260K', layers: 5, maxSeq: 512, kvDim: 32 },
-  { label: 'stories110M', layers: 12, maxSeq: 1024, kvDim: 768 },
-] as const;
-
-/**
- * Point 4, attribution (WebGPU only): TextSession's rollback restores "rows past the committed length are
- * zero" by taking a host mapping (prepareHostMut) of every K and V cache, filling the rows and writing the
- * whole cache back: on WebGPU that downloads and uploads every cache whatever the number of rows. This
- * times exactly that on plain tensors shaped like the caches, against writing zeros to the rolled-back
- * rows only (an alias of the rows and viewMut.write, i.e. one queue.writeBuffer per cache), for a small
- * and a large model's geometry. Both sides end once their uploads are queued, as rollback() does.
- */
-export async function zeroingCase(provider: WebGPUProvider, lane: Lane, name: ProviderName, rounds = 5, warmup = 1): Promise<SessionRecord[]> {
-  const out: SessionRecord[] = [];
-  for (const g of CACHE_GEOMETRIES) {
-    const group = createAllocationGroup();
-    const caches: DescriptorSlot[] = [];
-    const rows: DescriptorSlot[] = [];
-    const from = ROLLBACK_DEPTHS[1];
-    for (let i = 0; i < 2 * g.layers; i++) {
-      const r = group.insert(await zeros(provider, 'f32', [g.maxSeq, g.kvDim]));
-      caches.push(r.descriptor);
-      rows.push(group.alias(r.allocation, 'f32', { shape: [ROLLBACK_TOKENS, g.kvDim], byteOffset: from * g.kvDim * 4 }));
-    }
-    const blank = new Float32Array(ROLLBACK_TOKENS * g.kvDim);
-    const { figures } = await interleaved<number>(
-      [
-        {
-          name: 'host mapping of every cache (as rollback does)',
-          run: async () => {
-            for (const slot of caches) {
-              using m = group.viewMut<'f32'>(slot);
-              using p = await m.prepareHostMut();
-              if (p.kind === 'contiguous') p.asArray().fill(0, from * g.kvDim, (from + ROLLBACK_TOKENS) * g.kvDim);
-            }
-            return caches.length;
-          },
-        },
-        {
-          name: `write zeros to the ${ROLLBACK_TOKENS} rows only`,
-          run: async () => {
-            for (const slot of rows) {
-              using m = group.viewMut<'f32'>(slot);
-              await m.write(blank);
-            }
-            return rows.length;
-          },
-        },
-      ],
-      rounds,
-      warmup,
-    );
-    // Both sides leave the caches all zero (nothing else was ever written): check one back.
-    {
-      using v = group.view<'f32'>(caches[0]!);
-      if ((await v.toArray()).some((x) => x !== 0)) throw new Error(`${name}: a cache is not zero after zeroing`);
-    }
-    group.dispose();
-    const cacheBytes = 2 * g.layers * g.maxSeq * g.kvDim * 4;
-    out.push(
-      recordOf({
-        point: 4,
-        lane,
-        provider: name,
-        role: 'detail',
-        case: `  zero ${ROLLBACK_TOKENS} rows, ${g.label} caches: rows-only write vs mapping`,
-        baseline: figures[0]!,
-        candidate: figures[1]!,
-        figures: {
-          caches: 2 * g.layers,
-          'KV cache bytes': cacheBytes,
-          'bytes moved by the mapping (down + up)': 2 * cacheBytes,
-          'bytes the rows hold': 2 * g.layers * ROLLBACK_TOKENS * g.kvDim * 4,
-          'speedup (mapping / rows-only)': figures[0]!.medianMs / figures[1]!.medianMs,
-        },
-      }),
-    );
-  }
-  return out;
-}
-
 const fmtMs = (ms: number): string => (ms >= 100 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(3) : ms >= 0.01 ? ms.toFixed(4) : ms.toExponential(2));
 const fmtValue = (v: unknown): string => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(3)) : String(v));
 
-/** The ratio table, as lines (printed by both parts). */
+/** The ratio table, as lines (printed by both parts): a `measured on` column, and the software note. */
 export function formatTable(title: string, rows: readonly SessionRecord[]): string {
   const lines = [title];
-  const header = `${'pt'.padEnd(3)}${'lane'.padEnd(9)}${'provider'.padEnd(29)}${'case'.padEnd(62)}${'base ms'.padStart(11)}${'cand ms'.padStart(11)}${'cand/base'.padStart(10)}${'min c/b'.padStart(9)}  figures`;
+  const header = `${'pt'.padEnd(3)}${'lane'.padEnd(9)}${'provider'.padEnd(29)}${'case'.padEnd(62)}${'base ms'.padStart(11)}${'cand ms'.padStart(11)}${'cand/base'.padStart(10)}${'min c/b'.padStart(9)}  ${'measured on'.padEnd(46)}figures`;
   lines.push(header, '-'.repeat(header.length + 40));
   for (const r of rows) {
     const figures = Object.entries(r.figures)
       .map(([k, v]) => `${k}=${fmtValue(v)}`)
       .join('; ');
     lines.push(
-      `${String(r.point).padEnd(3)}${r.lane.padEnd(9)}${r.provider.slice(0, 28).padEnd(29)}${r.case.slice(0, 61).padEnd(62)}${fmtMs(r.baseline.medianMs).padStart(11)}${fmtMs(r.candidate.medianMs).padStart(11)}${r.ratio.toFixed(2).padStart(10)}${r.minRatio.toFixed(2).padStart(9)}  ${figures}`,
+      `${String(r.point).padEnd(3)}${r.lane.padEnd(9)}${r.provider.slice(0, 28).padEnd(29)}${r.case.slice(0, 61).padEnd(62)}${fmtMs(r.baseline.medianMs).padStart(11)}${fmtMs(r.candidate.medianMs).padStart(11)}${r.ratio.toFixed(2).padStart(10)}${r.minRatio.toFixed(2).padStart(9)}  ${hardwareColumn(r).padEnd(46)}${figures}`,
     );
   }
+  lines.push(...softwareNotice(rows));
   return lines.join('\n');
 }

@@ -1,31 +1,20 @@
-// Adapter and machine description recorded with the results (absolute figures on a software adapter
-// mean little; the ratios measured in one run are what count), and the shape of the Chromium part file.
+// Adapter and machine description recorded with the results (bench/report.ts's adapter record: a software
+// adapter such as SwiftShader is marked `software: true`, and so is every row measured on it), which lanes
+// of this benchmark run on the adapter, and the shape of the Chromium part file.
+import { describeAdapter } from '../report.js';
+import type { AdapterRecord, Where } from '../report.js';
 import type { PhaseBreakdown } from './cases.js';
 import type { CaseRecord } from './measure.js';
 
-export interface AdapterSummary {
-  readonly vendor: string;
-  readonly architecture: string;
-  readonly device: string;
-  readonly description: string;
-  readonly isFallbackAdapter: boolean | undefined;
-  readonly limits: { readonly maxBufferSize: number; readonly maxComputeInvocationsPerWorkgroup: number; readonly maxStorageBufferBindingSize: number };
-}
+export type AdapterSummary = AdapterRecord;
 
 export function adapterSummary(info: GPUAdapterInfo, device: GPUDevice): AdapterSummary {
-  const fallback = (info as GPUAdapterInfo & { isFallbackAdapter?: boolean }).isFallbackAdapter;
-  return {
-    vendor: info.vendor,
-    architecture: info.architecture,
-    device: info.device,
-    description: info.description,
-    isFallbackAdapter: fallback ?? (info.architecture === 'swiftshader' ? true : undefined),
-    limits: {
-      maxBufferSize: device.limits.maxBufferSize,
-      maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup,
-      maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
-    },
-  };
+  return describeAdapter(info, device);
+}
+
+/** Where a row of `lane` ran: the WebGPU lanes on `adapter`, the host and wasm lanes on the CPU. */
+export function laneWhere(lane: CaseRecord['lane'], adapter: AdapterRecord): Where[] {
+  return lane === 'chromium' || lane === 'node-dawn' ? [adapter] : ['host'];
 }
 
 /** What the Chromium part of the run leaves in bench/results/submit.chromium.json. */

@@ -1,7 +1,8 @@
 // The cases of the execution-layer benchmark (issue 3, acceptance point 6), each returning CaseRecords.
 // Shared by the Node lane (Dawn, host, onnxruntime-web wasm) and the Chromium lane (WebGPU in the page,
 // TF.js on the same device); no node:* imports here.
-//   (b) overheadCases(smallGraph())  submit + retire of 3 small dispatches vs a hand-written loop
+//   (b) overheadCases(smallGraph())  submit + retire of 3 small dispatches vs a hand-written loop, and the
+//                                    cost of the completion fence vs the old onSubmittedWorkDone wait
 //   (c) overheadCases(decodeGraph()) 85-dispatch decode step replayed vs the same dispatches by hand
 //   (d) hostMatmulCases()            host-provider matmul vs onnxruntime-web single-thread wasm
 // (a) lives in the browser file: its peer (TF.js WebGPU) only runs in a page.
@@ -25,7 +26,7 @@ export interface PhaseBreakdown {
   readonly calls: number;
   /** `await runtime.submit(...)`: checks, bind (prepareDispatch per dispatch), encode, queue.submit. */
   readonly submitMs: number;
-  /** `await handle.wait()`: onSubmittedWorkDone, one macrotask, error scopes, the Bundle. */
+  /** `await handle.wait()`: the completion fence (copy + map + check), error scopes, the Bundle. */
   readonly waitMs: number;
   /** `bundle.intoGroup()`: the group back to the caller. */
   readonly intoGroupMs: number;
@@ -40,9 +41,13 @@ export function maxRelDiff(x: Float32Array, y: Float32Array): number {
 }
 
 /**
- * (b)/(c): tenon replay against the hand-written loop, plus attribution rows: the hand-written loop
- * with tenon's two error scopes, and with the scopes and tenon's post-completion macrotask. What tenon
- * costs beyond the last of these is its own CPU bookkeeping (bind, records, bundle).
+ * (b)/(c): tenon replay against the hand-written loop (submit + onSubmittedWorkDone), plus attribution
+ * rows. Hand-written variants: with tenon's two error scopes; with the scopes and tenon's completion fence
+ * written by hand (what tenon costs beyond it is its own CPU bookkeeping: bind, records, bundle); and with
+ * the scopes and the wait tenon used before the fence (onSubmittedWorkDone + one macrotask, a timing guess
+ * that proves nothing, reachable only here as a baseline). The proof-cost rows compare the same
+ * hand-written loop waiting by fence against waiting by onSubmittedWorkDone (with and without the old
+ * macrotask): only the wait differs.
  */
 export async function overheadCases(
   provider: WebGPUProvider,
@@ -56,7 +61,8 @@ export async function overheadCases(
   const pipelines = new RawPipelines(provider.device);
   const raw = new RawSide(provider.device, workload, pipelines);
   const rawScopes = new RawSide(provider.device, workload, pipelines, { errorScopes: true });
-  const rawBoth = new RawSide(provider.device, workload, pipelines, { errorScopes: true, macrotask: true });
+  const rawOld = new RawSide(provider.device, workload, pipelines, { errorScopes: true, wait: 'old-tenon' });
+  const rawFence = new RawSide(provider.device, workload, pipelines, { errorScopes: true, wait: 'fence' });
   // Validity: the hand-written dispatches raise no device error; tenon's end `completed` (which covers
   // validation and out-of-memory scopes) or call() throws.
   await raw.checkValid();
@@ -71,26 +77,32 @@ export async function overheadCases(
   b.dispose();
   if (!(agree <= 1e-5)) throw new Error(`${workload.name}: tenon and hand-written outputs differ (${agree})`);
 
-  const [t, r, rs, rb] = await sideBySide(
+  await rawFence.checkValid();
+  const [t, r, rs, ro, rf] = await sideBySide(
     [
       { name: 'tenon submit -> wait -> intoGroup', run: () => tenon.call() },
       { name: 'hand-written submit + onSubmittedWorkDone', run: () => raw.call() },
       { name: 'hand-written + 2 error scopes', run: () => rawScopes.call() },
-      { name: 'hand-written + error scopes + macrotask', run: () => rawBoth.call() },
+      { name: 'hand-written + scopes + old wait (onSubmittedWorkDone + macrotask)', run: () => rawOld.call() },
+      { name: 'hand-written + scopes + completion fence', run: () => rawFence.call() },
     ],
     options,
   );
   const phases = await phaseBreakdown(tenon, `${point}: ${label}`, lane, options.iterations * 5);
+  const fences = tenon.runtime.stats().fences;
   raw.dispose();
   rawScopes.dispose();
-  rawBoth.dispose();
+  rawOld.dispose();
+  rawFence.dispose();
   tenon.dispose();
   const n = workload.dispatches.length;
   return {
     records: [
-      record({ point, lane, case: `${label} (${n} dispatches)`, tenon: t!, peer: r!, aim: OVERHEAD_AIM }),
+      record({ point, lane, case: `${label} (${n} dispatches)`, tenon: t!, peer: r!, aim: OVERHEAD_AIM, note: `tenon retires by completion fence (${fences} fences in the run)` }),
       record({ point, lane, case: `vs hand-written + error scopes`, tenon: t!, peer: rs!, note: 'attribution: tenon pushes/pops a validation and an OOM scope per submission' }),
-      record({ point, lane, case: `vs hand-written + scopes + macrotask`, tenon: t!, peer: rb!, note: 'attribution: tenon waits one macrotask after onSubmittedWorkDone before declaring completion proven' }),
+      record({ point, lane, case: `vs hand-written + scopes + fence`, tenon: t!, peer: rf!, note: 'attribution: what tenon costs beyond its proof (bind, records, bundle)' }),
+      record({ point, lane, case: `proof cost: fence vs onSubmittedWorkDone`, tenon: rf!, peer: rs!, note: 'the same hand-written loop with error scopes, waiting by completion fence vs by onSubmittedWorkDone alone (which proves nothing after a loss)' }),
+      record({ point, lane, case: `proof cost: fence vs old tenon wait`, tenon: rf!, peer: ro!, note: 'the same hand-written loop with error scopes, waiting by completion fence vs by onSubmittedWorkDone + one macrotask (tenon before the fence: a timing guess)' }),
     ],
     phases,
   };

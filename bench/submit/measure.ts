@@ -1,7 +1,10 @@
 // Side-by-side timing for the execution-layer benchmark, usable in Node and in the browser (no node:*
 // imports). Candidates of one case run interleaved, their order rotating each round, so drift (JIT,
 // thermal, a background GC) hits all of them; a round runs `iterations` calls and counts the mean call,
-// and the case reports each candidate's median round. Nothing here asserts anything about time.
+// and the case reports each candidate's median round. Nothing here asserts anything about time. Rows carry
+// bench/report.ts's hardware label once the entry file knows the adapter (laneWhere in adapter.ts).
+import { hardwareColumn, softwareNotice } from '../report.js';
+import type { HardwareLabel } from '../report.js';
 
 export interface Candidate {
   readonly name: string;
@@ -84,7 +87,7 @@ export interface Side {
 }
 
 /** One row of bench/results/submit.json: tenon against its peer in one lane, measured side by side. */
-export interface CaseRecord {
+export interface CaseRecord extends Partial<HardwareLabel> {
   /** Acceptance point 6 item: a, b, c or d. */
   readonly point: 'a' | 'b' | 'c' | 'd';
   /** Where it ran: Chromium (WebGPU: SwiftShader here), Node with Dawn, or Node host/wasm. */
@@ -158,14 +161,15 @@ function aimText(r: CaseRecord): string {
 /** The ratio table, as lines (printed by both lanes). */
 export function formatTable(title: string, rows: readonly CaseRecord[]): string {
   const lines = [title];
-  const header = `${'pt'.padEnd(3)}${'lane'.padEnd(14)}${'case'.padEnd(62)}${'peer ms'.padStart(11)}${'tenon ms'.padStart(11)}${'t/peer'.padStart(8)}${'p50 t/peer'.padStart(11)}${'GF/s peer'.padStart(11)}${'GF/s tenon'.padStart(11)}  aim`;
+  const header = `${'pt'.padEnd(3)}${'lane'.padEnd(14)}${'case'.padEnd(62)}${'peer ms'.padStart(11)}${'tenon ms'.padStart(11)}${'t/peer'.padStart(8)}${'p50 t/peer'.padStart(11)}${'GF/s peer'.padStart(11)}${'GF/s tenon'.padStart(11)}  ${'measured on'.padEnd(32)}aim`;
   lines.push(header, '-'.repeat(header.length + 16));
   for (const r of rows) {
     const gf = (s: Side) => (s.gflops === undefined ? '' : s.gflops.toFixed(2));
     const name = `${r.role === 'detail' ? '  ' : ''}${r.case}`;
     lines.push(
-      `${r.point.padEnd(3)}${r.lane.padEnd(14)}${name.slice(0, 61).padEnd(62)}${fmtMs(r.peer.medianMs).padStart(11)}${fmtMs(r.tenon.medianMs).padStart(11)}${r.timeRatio.toFixed(2).padStart(8)}${r.callMedianRatio.toFixed(2).padStart(11)}${gf(r.peer).padStart(11)}${gf(r.tenon).padStart(11)}  ${aimText(r)}`,
+      `${r.point.padEnd(3)}${r.lane.padEnd(14)}${name.slice(0, 61).padEnd(62)}${fmtMs(r.peer.medianMs).padStart(11)}${fmtMs(r.tenon.medianMs).padStart(11)}${r.timeRatio.toFixed(2).padStart(8)}${r.callMedianRatio.toFixed(2).padStart(11)}${gf(r.peer).padStart(11)}${gf(r.tenon).padStart(11)}  ${(r.measuredOn === undefined ? '' : hardwareColumn(r as HardwareLabel)).padEnd(32)}${aimText(r)}`,
     );
   }
+  lines.push(...softwareNotice(rows));
   return lines.join('\n');
 }

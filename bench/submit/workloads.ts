@@ -3,7 +3,10 @@
 // (own buffers of the same sizes, pipelines from the same WGSL and override constants, bind groups made
 // once, the same uniform layout, one encoder and one compute pass per step, queue.submit and
 // onSubmittedWorkDone). Both sides pack params with the op's own `params()`, so the dispatches, their
-// workgroup counts and their uniform bytes are the same.
+// workgroup counts and their uniform bytes are the same. The hand-written side can also wait the way
+// tenon's retirement used to (onSubmittedWorkDone + one macrotask, a timing guess kept here only as a
+// benchmark baseline, never as a runtime option) or prove completion the way it does now (a completion
+// fence: a sequence number copied after the work into a staging buffer, mapped and checked).
 //
 // Ownership: a TenonSide owns its group (moved through each submission and back) and its graph; a
 // RawSide owns its buffers. `dispose()` ends both. Single-threaded, on the device's thread.
@@ -127,7 +130,7 @@ const paramsAt = (d: WorkDispatch, step: StepValues): never => (isDynamic(d.para
 export interface Phases {
   /** `await runtime.submit(...)`: checks, bind (prepareDispatch per dispatch), encode, queue.submit. */
   readonly submitMs: number[];
-  /** `await handle.wait()`: onSubmittedWorkDone, one macrotask, error scopes, the Bundle. */
+  /** `await handle.wait()`: the completion fence (copy + map + check), error scopes, the Bundle. */
   readonly waitMs: number[];
   /** `bundle.intoGroup()`: the group back to the caller. */
   readonly intoGroupMs: number[];
@@ -232,11 +235,19 @@ export class RawPipelines {
 export interface RawVariant {
   /** Push/pop a validation and an out-of-memory error scope around encode+submit (as tenon does). */
   readonly errorScopes?: boolean;
-  /** Wait one macrotask (MessageChannel) after onSubmittedWorkDone (as tenon's retirement does). */
-  readonly macrotask?: boolean;
+  /**
+   * How a step waits for its work: `submitted-work-done` (onSubmittedWorkDone, the default), `old-tenon`
+   * (onSubmittedWorkDone then one macrotask: tenon's retirement before the completion fence, a timing guess
+   * kept only as this baseline), or `fence` (tenon's completion fence written by hand: the step's number
+   * copied after the work into a MAP_READ buffer, mapped and checked).
+   */
+  readonly wait?: 'submitted-work-done' | 'old-tenon' | 'fence';
 }
 
-/** One macrotask through a MessageChannel: the same wait tenon's retirement adds after completion. */
+/** Size of a hand-written fence value: two u32 words, as tenon's fence writes a sequence number. */
+const RAW_FENCE_BYTES = 8;
+
+/** One macrotask through a MessageChannel: the wait tenon's retirement added after onSubmittedWorkDone. */
 export function makeMacrotask(): () => Promise<void> {
   const channel = new MessageChannel();
   const waiting: (() => void)[] = [];
@@ -259,12 +270,22 @@ export class RawSide {
   readonly #workload: Workload;
   readonly #variant: RawVariant;
   readonly #macrotask = makeMacrotask();
+  /** The hand-written fence (wait 'fence'): a source and a staging buffer, reused every step. */
+  readonly #fence: { readonly source: GPUBuffer; readonly staging: GPUBuffer; readonly words: Uint32Array<ArrayBuffer> } | undefined;
   #calls = 0;
 
   constructor(device: GPUDevice, workload: Workload, pipelines: RawPipelines, variant: RawVariant = {}) {
     this.#device = device;
     this.#workload = workload;
     this.#variant = variant;
+    this.#fence =
+      variant.wait === 'fence'
+        ? {
+            source: device.createBuffer({ size: RAW_FENCE_BYTES, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }),
+            staging: device.createBuffer({ size: RAW_FENCE_BYTES, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }),
+            words: new Uint32Array(RAW_FENCE_BYTES / Uint32Array.BYTES_PER_ELEMENT),
+          }
+        : undefined;
     let seed = 1;
     for (const [name, shape] of Object.entries(workload.tensors)) {
       const data = initialData(name, shape, seed++);
@@ -303,7 +324,7 @@ export class RawSide {
     new Uint8Array(this.#staging, at, bytes.byteLength).set(new Uint8Array(bytes));
   }
 
-  /** One step: pack per-step params, upload the params, encode, submit, await onSubmittedWorkDone. */
+  /** One step: pack per-step params, upload the params, encode, submit, wait as the variant says. */
   async call(): Promise<void> {
     const device = this.#device;
     const step = this.#workload.step(this.#calls++);
@@ -325,12 +346,31 @@ export class RawSide {
     device.queue.submit([encoder.finish()]);
     let errors: Promise<(GPUError | null)[]> | undefined;
     if (scopes) errors = Promise.all([device.popErrorScope(), device.popErrorScope()]);
-    await device.queue.onSubmittedWorkDone();
-    if (this.#variant.macrotask === true) await this.#macrotask();
+    if (this.#fence !== undefined) {
+      await this.#fenced(this.#calls);
+    } else {
+      await device.queue.onSubmittedWorkDone();
+      if (this.#variant.wait === 'old-tenon') await this.#macrotask();
+    }
     if (errors !== undefined) {
       const found = (await errors).find((e) => e !== null);
       if (found) throw new Error(`${this.#workload.name}: ${found.message}`);
     }
+  }
+
+  /** A fence after the step's submit, as tenon's runtime submits one: write, copy, map, check, unmap. */
+  async #fenced(value: number): Promise<void> {
+    const { source, staging, words } = this.#fence!;
+    const device = this.#device;
+    words[0] = value;
+    device.queue.writeBuffer(source, 0, words);
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(source, 0, staging, 0, RAW_FENCE_BYTES);
+    device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const read = new Uint32Array(staging.getMappedRange(0, RAW_FENCE_BYTES))[0];
+    staging.unmap();
+    if (read !== value) throw new Error(`${this.#workload.name}: fence read ${read}, expected ${value}`);
   }
 
   /** Reads tensor `name` back (outside timing). */
@@ -357,5 +397,7 @@ export class RawSide {
   dispose(): void {
     for (const b of this.#buffers.values()) b.destroy();
     this.#uniform.destroy();
+    this.#fence?.source.destroy();
+    this.#fence?.staging.destroy();
   }
 }

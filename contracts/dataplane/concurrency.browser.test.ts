@@ -87,7 +87,8 @@ describe('concurrency across workers', () => {
     const dp = await newPlane();
     const s = await pageSession(dp);
     await putBlob(s, '/cg/b', tagged(10, 1));
-    const outcomes = { opened: 0, cancelled: 0 };
+    /** Opens that completed although their abort came before any macrotask (the grant cannot be back yet). */
+    const openedDespiteEarlyAbort: number[] = [];
     for (let i = 0; i < 40; i++) {
       const ctl = new AbortController();
       const p = s.open(i % 2 ? '/cg/b' : `/cg/new${i}`, i % 2 ? { signal: ctl.signal } : { access: 'write', create: true, allocation: { length: 1 }, signal: ctl.signal });
@@ -96,14 +97,13 @@ describe('concurrency across workers', () => {
       ctl.abort();
       try {
         const d: Descriptor = await p;
-        outcomes.opened++;
+        if (i % 3 !== 0) openedDespiteEarlyAbort.push(i);
         await d.abort();
       } catch (err) {
         expect((err as { code: string }).code).toBe('ECANCELED');
-        outcomes.cancelled++;
       }
     }
-    expect(outcomes.opened + outcomes.cancelled).toBe(40);
+    expect(openedDespiteEarlyAbort).toEqual([]);
     await eventually(async () => {
       const st = await dp.stats();
       return st.grants === 0 && st.files === st.boundFiles;

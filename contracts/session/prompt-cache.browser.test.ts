@@ -1,8 +1,9 @@
 // Plan: prompt caches through the data plane on real OPFS (browser lane), with the stories260K fixture on
 // each provider of the lane. A saved cache loaded into a fresh session gives the same next-token logits as
 // a fresh prefill; every kind of mismatch or corruption is refused with its code before the session is
-// touched (its tokens and every KV byte stay identical); a save that fails after publication republishes
-// the previous revision's bytes; longest-prefix reuse only prefills what the cache does not cover.
+// touched (its tokens and every KV byte stay identical); a save declares its digest, so staged bytes that
+// do not match it are never published and readers keep the previous revision; longest-prefix reuse only
+// prefills what the cache does not cover.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TextSession, encodePromptCache, parseLlamaModel, parseTokenizer, readBlob, writeBlob } from '../../src/index.js';
 import type { HostProvider, LlamaModelFile, Runtime, Session, Tokenizer, WebGPUProvider } from '../../src/index.js';
@@ -126,25 +127,36 @@ for (const pc of providerCases()) {
       third.dispose();
     });
 
-    it('[TS-cache-txn-publish][TS-cache-txn-finish] a save failing after publication republishes the previous revision\'s bytes exactly', async () => {
+    it('[TS-cache-txn-publish][TS-cache-txn-finish][TS-cache-save-validate] a save whose staged bytes do not match the declared digest publishes nothing; the previous revision stays visible', async () => {
       const { s: store } = await planeWithSession();
+      const revision = async (path: string): Promise<number> => {
+        const st = await store.stat(path);
+        if (st.kind !== 'blob') throw new Error(`${path} is not a blob`);
+        return st.revision;
+      };
       await savedCache(store, '/txn.bin');
       const previous = await readBlob(store, '/txn.bin');
-      const revBefore = (await store.stat('/txn.bin')).kind === 'blob' ? ((await store.stat('/txn.bin')) as { revision: number }).revision : -1;
+      const revBefore = await revision('/txn.bin');
       const s = await session();
       await s.prefill([1, 300, 301, 302]);
       const stateBefore = await snapshot(s);
-      s.faults.failNextCacheSaveAfterPublish();
-      await expectCodeAsync(() => s.savePromptCache(store, '/txn.bin'), 'EIO', 'injected');
+      s.faults.corruptNextCacheSave();
+      await expectCodeAsync(() => s.savePromptCache(store, '/txn.bin'), 'EIO', 'digest-mismatch');
+      // nothing was published: same revision, same bytes, and the old prefix still loads
+      expect(await revision('/txn.bin')).toBe(revBefore);
       expect(Array.from(await readBlob(store, '/txn.bin'))).toEqual(Array.from(previous));
-      // the cache was published and then rolled back: two newer revisions, old content
-      const revAfter = ((await store.stat('/txn.bin')) as { revision: number }).revision;
-      expect(revAfter).toBe(revBefore + 2);
       // saving never changes the session
       expect(await snapshot(s)).toEqual(stateBefore);
-      // the rolled-back cache still loads and is the old prefix
       const loaded = await session();
       expect((await loaded.loadPromptCache(store, '/txn.bin')).tokens).toEqual(PROMPT);
+      // a corrupted first save leaves no blob at all
+      s.faults.corruptNextCacheSave();
+      await expectCodeAsync(() => s.savePromptCache(store, '/fresh.bin'), 'EIO', 'digest-mismatch');
+      await expectCodeAsync(() => readBlob(store, '/fresh.bin'), 'ENOENT');
+      // the control: an intact save publishes exactly one new revision, which is the new prefix
+      await s.savePromptCache(store, '/txn.bin');
+      expect(await revision('/txn.bin')).toBe(revBefore + 1);
+      expect((await loaded.loadPromptCache(store, '/txn.bin')).tokens).toEqual([1, 300, 301, 302]);
       s.dispose();
       loaded.dispose();
     });

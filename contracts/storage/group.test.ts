@@ -940,7 +940,7 @@ for (const pc of providerCases()) {
     // -------------------------------------------------------------------------------------------------
     // G2-split-not-provable
 
-    it('[G2-split-not-provable] interleaved even/odd strided descriptors are rejected with NotProvablyDisjoint', async () => {
+    it('[G2-split-not-provable][G2-split-overlap] interleaved even/odd strided descriptors are NotProvablyDisjoint; with one that surely shares an element the request is an overlap', async () => {
       const base = counters();
       const group = createAllocationGroup();
       const A = group.insert(await f32(iota(8)));
@@ -977,7 +977,7 @@ for (const pc of providerCases()) {
       expectLiveBaseline(base);
     });
 
-    it('[G2-split-not-provable] reversed and 2D-block layouts whose envelopes meet are rejected conservatively', async () => {
+    it('[G2-split-not-provable][G2-split-overlap] reversed and 2D-block layouts whose envelopes meet are refused: NotProvablyDisjoint, or overlap where an element is surely shared', async () => {
       const base = counters();
       const group = createAllocationGroup();
       const { allocation, descriptor: whole } = group.insert(await f32(iota(16), [4, 4]));

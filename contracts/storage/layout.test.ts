@@ -21,7 +21,7 @@ import type { AnyTypedArray, DType, HostProvider, Tensor, WebGPUProvider } from 
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
-import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
+import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, isNestedRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
 import type { LayoutRef } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
@@ -350,8 +350,8 @@ for (const pc of providerCases()) {
           fit.dispose();
           const t = backing.intoLayout(specOf(c));
           const { envelope, claim } = t.diagnostics();
-          expect(envelope.start).toBeGreaterThanOrEqual(0);
-          expect(envelope.end).toBeLessThanOrEqual(claim.end - claim.start);
+          expect(envelope).toEqual({ start: lowStart, end: exactEnd });
+          expect(exactEnd).toBeLessThanOrEqual(claim.end - claim.start);
           t.dispose();
           expect(memory(provider).liveRoots).toBe(before.liveRoots - 1);
         }),
@@ -643,12 +643,14 @@ for (const pc of providerCases()) {
             t.dispose();
             return;
           }
-          // The proof is conservative: an injective layout may still be refused, but only as non-injective.
+          // The proof is conservative: an injective layout may still be refused, but only as non-injective,
+          // and never one that meets the documented nesting condition.
           try {
             await t.write(makeArray(c.dtype, fresh) as never);
           } catch (err) {
             expect((err as { code?: string }).code).toBe('EINVAL');
             expect((err as { reason?: string }).reason).toBe('non-injective');
+            expect(isNestedRef(c), `${JSON.stringify(c.shape)} ${JSON.stringify(c.strides)} meets the nesting condition`).toBe(false);
             expectFree(t);
             t.dispose();
             return;
@@ -701,6 +703,8 @@ for (const pc of providerCases()) {
               }
             }
             if (!injective) expect(verdict, JSON.stringify(strides)).toBe('refused');
+            const nested = isNestedRef({ dtype: 'f32', shape: [2, 2, 2], strides, first, backing: values.length, offsets });
+            if (nested) expect(verdict, JSON.stringify(strides)).toBe('accepted');
             if (verdict === 'refused') refused++;
             else accepted++;
           }

@@ -3,14 +3,16 @@
 // Plan. Every test runs on every provider of the lane (node: host + WebGPU/Dawn; browser: WebGPU/Chromium
 // + host over SharedArrayBuffer) through the public API only:
 //   - validate once: building a tensor is one validation, reinterpretation/alias one more, and no view,
-//     reborrow, preparation, binding, write or read validates again;
+//     reborrow, preparation, binding, write or read validates again (each preparation hands out the very
+//     layout object checked at build time);
 //   - host variants: contiguous layouts give one typed array over exactly the logical elements (aliasing
 //     the root on host providers: zero-copy, no ledger event); strided layouts give a cursor whose walk
 //     equals a reference computed from shape/strides/byteOffset (examples + property);
 //   - download: on WebGPU one prepareHost is one map, one staging allocation and one transfer copy, and
 //     the staging buffer is gone after release; on host nothing is mapped or recorded;
 //   - commit: changes through prepareHostMut are visible after release and touch only the layout's
-//     elements (canaries in the gaps); `discard` skips the download on contiguous layouts;
+//     elements (canaries in the gaps); `discard` skips the download on contiguous layouts; a release whose
+//     device was lost fails with ENODEV (the access still ends, its staging memory is freed);
 //   - device: WebGPU yields buffer/offset/size binding state (checked by copying through it) and no host
 //     members; host rejects with ENOTSUP 'no-device' and changes nothing;
 //   - constant cost: validations, provider resolutions and maps per access are the same for 1 and 10^6
@@ -40,7 +42,7 @@ import type {
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { providerCases } from '../support/providers.js';
-import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
+import { HOST_ARRAY, backingValues, isContiguousRef, isInjectiveRef, isNestedRef, makeArray, offsetsOf, rowMajor, valueAt } from '../support/layout-reference.js';
 import type { LayoutRef } from '../support/layout-reference.js';
 
 type AnyProvider = HostProvider | WebGPUProvider;
@@ -250,6 +252,24 @@ for (const pc of providerCases()) {
           const cost = await costOf(provider, op);
           expect(cost.validations, `${t.layout.kind} ${name}`).toBe(0);
         }
+        // Every preparation hands out the very layout checked when the tensor was built, never one derived
+        // again (a re-validation would return a fresh object).
+        const built = t.layout;
+        const prepared: [string, () => Promise<{ readonly layout: unknown; release(): void }>][] = [
+          ['prepareHost', () => t.prepareHost()],
+          ['asView prepareHost', () => t.asView().prepareHost()],
+          ['prepareHostMut', () => t.prepareHostMut()],
+          ['prepareHostMut discard', () => t.prepareHostMut({ discard: true })],
+        ];
+        if (webgpu) {
+          prepared.push(['prepareDevice', async () => t.prepareDevice()]);
+          prepared.push(['prepareDeviceMut', async () => t.prepareDeviceMut()]);
+        }
+        for (const [name, prepare] of prepared) {
+          const access = await prepare();
+          expect(access.layout, `${built.kind} ${name}`).toBe(built);
+          access.release();
+        }
       }
       // Moving an owner into a group keeps its checked layout; group views resolve slots only.
       const group = createAllocationGroup();
@@ -445,10 +465,13 @@ for (const pc of providerCases()) {
             if (p.kind === 'strided') expect(walkRuns(p)).toEqual(expected);
           }
           if (isInjectiveRef(c) && kind === 'strided') {
-            // Writable strided layouts walk the same way (when the conservative proof accepts them).
+            // Writable strided layouts walk the same way (when the conservative proof accepts them; it must
+            // accept every layout that meets the documented nesting condition).
             const w = await t.prepareHostMut().catch((err: unknown) => {
               expect(err).toBeInstanceOf(TenonError);
+              expect((err as TenonError).code).toBe('EINVAL');
               expect((err as TenonError).reason).toBe('non-injective');
+              expect(isNestedRef(c), `${JSON.stringify(c.shape)} ${JSON.stringify(c.strides)} meets the nesting condition`).toBe(false);
               return undefined;
             });
             if (w !== undefined) {
@@ -617,6 +640,46 @@ for (const pc of providerCases()) {
       const all = s.intoLayout({ shape: [6] });
       expect(numbers(await all.toArray())).toEqual([1, 2, 33, 4, 5, 6]);
       all.dispose();
+    });
+
+    it('[G5-prepared-write-commit] a write whose device was lost before release fails with ENODEV and ends the access, never resolves as committed', async () => {
+      if (!webgpu) {
+        // host roots have no device to lose: release commits in place
+        const t = await fromArray(provider, 'f32', new Float32Array([1, 2]));
+        {
+          using w = await t.prepareHostMut();
+          if (w.kind === 'contiguous') w.asArray()[0] = 5;
+        }
+        expect(numbers(await t.toArray())).toEqual([5, 2]);
+        t.dispose();
+        return;
+      }
+      const lossy = (await pc.make()) as WebGPUProvider;
+      try {
+        const t = await fromArray(lossy, 'f32', new Float32Array([1, 2, 3, 4]));
+        const s = (await fromArray(lossy, 'f32', new Float32Array([1, 2, 3, 4, 5, 6]))).intoLayout({ shape: [3], strides: [2] });
+        const baseline = lossy.counters().liveResources;
+        const w = await t.prepareHostMut();
+        const ws = await s.prepareHostMut();
+        if (w.kind === 'contiguous') w.asArray()[0] = 10;
+        lossy.faults.loseDevice();
+        const mark = lossy.ledgerMark();
+        expectCode(() => w.release(), 'ENODEV', 'device-lost');
+        expectCode(() => w.release(), 'ERELEASED'); // the access ended all the same
+        // through `using`, the scope that held the write rejects instead of resolving
+        await expectCodeAsync(async () => {
+          using held = ws;
+          if (held.kind === 'strided') held.cursor().array[0] = 9;
+        }, 'ENODEV', 'device-lost');
+        expect(lossy.ledgerSince(mark)).toEqual([]); // no transfer was recorded for the dropped bytes
+        expect(lossy.counters().liveResources).toBe(baseline); // both staging buffers were destroyed
+        expectFree(t);
+        expectFree(s);
+        t.dispose();
+        s.dispose();
+      } finally {
+        lossy.destroy();
+      }
     });
 
     // -----------------------------------------------------------------------------------------------

@@ -110,7 +110,8 @@ for (const pc of providerCases()) {
       const before = provider.counters();
       const p = t.prepareDevice();
       const handle = p.binding();
-      expect(handle.buffer).toBeDefined();
+      // the whole two-element claim from its first byte, over the root's own 8-byte buffer
+      expect({ offset: handle.offset, size: handle.size, bufferSize: handle.buffer.size }).toEqual({ offset: 0, size: 8, bufferSize: 8 });
       p.release();
       t.dispose(); // the copy of the handle we still hold does not keep the root alive
       const after = provider.counters();

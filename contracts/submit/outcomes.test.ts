@@ -2,6 +2,10 @@
 // dispatches. Each test drives the production path (faults go through the runtime's named seam, which
 // destroys the real device or records a real invalid dispatch) and asserts the outcome, what the caller
 // holds afterwards, and the counters: roots live / destroyed / retained forever, GPU resources, in-flight.
+// Completion proof (WebGPU): a device destroyed with its loss reported only late (after
+// onSubmittedWorkDone resolved) still ends completion-unproven, and so does a fence map that resolves over
+// a stale number; one fence proves a batch of earlier records but never a record admitted after it, and
+// fence buffers are pooled (live resources counted).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AllocationGroup, SubmitRejected, createAllocationGroup, createRuntime, fromArray, zeros } from '../../src/index.js';
 import type { CompiledGraph, DescriptorSlot, HostProvider, Outcome, Runtime, StepValues, WebGPUProvider } from '../../src/index.js';
@@ -224,11 +228,8 @@ for (const pc of providerCases()) {
       graph.dispose();
     });
 
-    it('[G3-completion-unproven] device loss right after enqueue: no owner comes back, every root is retained forever', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.capabilities.deviceBinding).toBe(false); // host work never depends on a device
-        return;
-      }
+    // Host work never depends on a device: the device-loss cases run on WebGPU only.
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-unproven] device loss right after enqueue: no owner comes back, every root is retained forever', async () => {
       // its own provider: the loss ends that device
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
@@ -269,11 +270,7 @@ for (const pc of providerCases()) {
       otherGraph.dispose();
     });
 
-    it('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.counters().rootsRetainedForever).toBe(0);
-        return;
-      }
+    it.skipIf(pc.kind !== 'webgpu')('[G3-unproven-retains] retained roots stay retained: later releases and other work never destroy or reuse them', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const s = await setup(lossy);
@@ -294,11 +291,7 @@ for (const pc of providerCases()) {
       expect(rt.stats().retainedRecords).toBe(1);
     });
 
-    it('[G3-completion-proof] a loss before enqueue is a rejection with the inputs intact, never an outcome', async () => {
-      if (pc.kind !== 'webgpu') {
-        expect(provider.capabilities.scopedExecution).toBe(true);
-        return;
-      }
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof] a loss before enqueue is a rejection with the inputs intact, never an outcome', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const s = await setup(lossy);
@@ -313,6 +306,117 @@ for (const pc of providerCases()) {
       // the caller still owns the inputs and can end them
       s.group.dispose();
       expect(lossy.counters().liveRoots).toBe(before.liveRoots - 3);
+    });
+
+    // Completion fences exist on WebGPU only: host runs prove themselves by returning on this thread.
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof] a loss reported only after onSubmittedWorkDone resolved still ends completion-unproven', async () => {
+      const lossy = (await pc.make()) as WebGPUProvider;
+      const rt = createRuntime(lossy);
+      const s = await setup(lossy);
+      const graph = graphFor(rt, s, true);
+      const before = lossy.counters();
+      const handle = await rt.submit(graph, s.group);
+      // The device is really destroyed, but the platform reports it late.
+      lossy.faults.loseDeviceSilently();
+      await lossy.device.queue.onSubmittedWorkDone();
+      await new Promise((r) => setTimeout(r, 0));
+      await new Promise((r) => setTimeout(r, 0));
+      expect(lossy.lossObserved).toBe(false);
+      const outcome = await handle.wait();
+      expect(outcome.kind).toBe('completion-unproven');
+      if (outcome.kind !== 'completion-unproven') return;
+      expect(outcome.cause.code).toBe('ENODEV');
+      expect(outcome.cause.reason).toBe('completion-unproven');
+      expect(Object.keys(outcome)).toEqual(['kind', 'cause', 'diagnostics']);
+      expect(outcome.diagnostics.rootsRetained).toBe(4);
+      // decided by the failed fence map alone: the loss is still unreported
+      expect(lossy.lossObserved).toBe(false);
+      expect(rt.stats()).toMatchObject({ unproven: 1, completed: 0, retainedRecords: 1, inFlight: 0, fencesFailed: 1 });
+      const after = lossy.counters();
+      expect(after.rootsRetainedForever - before.rootsRetainedForever).toBe(4);
+      expect(after.rootsDestroyed).toBe(before.rootsDestroyed);
+      expect(after.resourcesDestroyed).toBe(before.resourcesDestroyed);
+      // admitted while the loss was hidden (a silent loss before enqueue): still never completed
+      const t = await setup(lossy);
+      const g2 = graphFor(rt, t);
+      rt.faults.loseDeviceAt('before-enqueue', { silently: true });
+      const late = await (await rt.submit(g2, t.group)).wait();
+      expect(late.kind).toBe('completion-unproven');
+      expect(rt.stats()).toMatchObject({ unproven: 2, completed: 0, retainedRecords: 2 });
+      expect(lossy.counters().rootsRetainedForever - before.rootsRetainedForever).toBe(7);
+      // once reported, the loss refuses new work before admission
+      lossy.faults.revealLoss();
+      expect(lossy.lossObserved).toBe(true);
+      expect((await lossy.lost).reason).toBe('destroyed');
+      const refused = createAllocationGroup();
+      await expectCodeAsync(() => rt.submit(graph, refused), 'ENODEV', 'device-lost');
+      expect(lossy.counters().rootsDestroyed).toBe(before.rootsDestroyed);
+    });
+
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof] a fence map that resolves without its copy having landed proves nothing', async () => {
+      const own = (await pc.make()) as WebGPUProvider;
+      const rt = createRuntime(own);
+      const s = await setup(own);
+      const graph = graphFor(rt, s);
+      const before = own.counters();
+      rt.faults.dropNextFenceCopy();
+      const outcome = await (await rt.submit(graph, s.group)).wait();
+      expect(outcome.kind).toBe('completion-unproven');
+      if (outcome.kind !== 'completion-unproven') return;
+      expect(outcome.diagnostics.reason).toBe('fence-value-mismatch');
+      expect(own.counters().rootsRetainedForever - before.rootsRetainedForever).toBe(3);
+      expect(rt.stats()).toMatchObject({ fences: 1, fencesFailed: 1, retainedRecords: 1 });
+      // the device itself is fine: the next submission is proven by a fence that read its own number
+      expect(own.lossObserved).toBe(false);
+      const t = await setup(own);
+      const ok = await (await rt.submit(graph, t.group, { step: { alpha: 4 } })).wait();
+      expect(ok.kind).toBe('completed');
+      if (ok.kind === 'completed') {
+        expect(await read(ok.bundle.output(0))).toEqual(expected(4));
+        ok.bundle.dispose();
+      }
+      expect(rt.stats()).toMatchObject({ fences: 2, fencesFailed: 1, completed: 1 });
+      own.destroy();
+    });
+
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof-batched] one fence map proves every record before it and never one admitted after it', async () => {
+      const lossy = (await pc.make()) as WebGPUProvider;
+      const rt = createRuntime(lossy);
+      const first = await setup(lossy);
+      const graph = graphFor(rt, first);
+      // Batching: records admitted while a fence map is outstanding are all proven by the next fence.
+      const groups = [first, ...(await Promise.all(Array.from({ length: 7 }, () => setup(lossy))))];
+      const resources = lossy.counters().liveResources;
+      const batch = [];
+      for (const g of groups) batch.push(await rt.submit(graph, g.group, { step: { alpha: 2 } }));
+      expect(rt.stats().fences).toBe(1); // the first record's fence; the other 7 wait for one more
+      const outcomes = await Promise.all(batch.map((h) => h.wait()));
+      expect(outcomes.map((o) => o.kind)).toEqual(Array(8).fill('completed'));
+      expect(rt.stats()).toMatchObject({ fences: 2, fencesFailed: 0, completed: 8, inFlight: 0 });
+      for (const o of outcomes) {
+        if (o.kind !== 'completed') continue;
+        expect(await read(o.bundle.output(0))).toEqual(expected(2));
+        o.bundle.dispose();
+      }
+      // no buffer per submission: the fence's staging buffers are pooled and reused
+      expect(lossy.counters().liveResources).toBe(resources - 3 * groups.length);
+      // A record admitted after a fence was submitted is not proven by that fence: a is covered by the
+      // fence in flight, b waits for the next one, which the device never finishes.
+      const a = await setup(lossy);
+      const b = await setup(lossy);
+      const before = lossy.counters();
+      const ha = await rt.submit(graph, a.group);
+      const hb = await rt.submit(graph, b.group);
+      expect(rt.stats().fences).toBe(3);
+      const oa = await ha.wait();
+      expect(oa.kind).toBe('completed');
+      lossy.faults.loseDeviceSilently();
+      const ob = await hb.wait();
+      expect(ob.kind).toBe('completion-unproven');
+      expect(rt.stats()).toMatchObject({ fences: 4, fencesFailed: 1, unproven: 1 });
+      expect(lossy.counters().rootsRetainedForever - before.rootsRetainedForever).toBe(3);
+      if (oa.kind === 'completed') oa.bundle.dispose();
+      lossy.faults.revealLoss();
     });
   });
 }

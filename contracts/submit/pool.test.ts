@@ -38,6 +38,18 @@ function spec(n: number, repeat: number): PoolGraphSpec {
   };
 }
 
+/** Ids sampled back to back for the unpredictability checks of G5-pool-handle-forged. */
+const ID_SAMPLES = 8;
+/** A capability id is 16 random bytes in hex. */
+const ID_HEX_DIGITS = 32;
+/** Bits set in each hex digit 0..f. */
+const BITS_SET = [0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4];
+/**
+ * How many standard deviations the count of set bits may stray from half: random ids fail this about
+ * once in 10^15 runs; ids that are mostly zero digits (a counter, a small clock) fail it every time.
+ */
+const BIT_BALANCE_SD = 8;
+
 describe('worker pool', () => {
   let host: HostProvider;
   let pool: WorkerPool;
@@ -126,6 +138,32 @@ describe('worker pool', () => {
     expect(handle.id).toMatch(/^[0-9a-f]{32}$/);
     expectCode(() => pool.attach('0'.repeat(32)), 'EBADF', 'unknown-id');
     expectCode(() => pool.attach(handle.id.replace(/.$/, (c: string) => (c === '0' ? '1' : '0'))), 'EBADF');
+    // Unpredictable, not merely non-zero: ids issued one after another share no structure (no hex digit
+    // position is the same in all of them: a counter or a clock keeps its high digits) and carry about half
+    // of their bits set; a neighbour of an issued id (id - 1, id + 1: what a counter would hand out next)
+    // is refused with EBADF while every sampled job is still unclaimed.
+    const sampled = [];
+    for (let i = 0; i < ID_SAMPLES; i++) sampled.push(await pool.submit(spec(4, 1), (await inputs(4)).group));
+    const ids = [handle.id, ...sampled.map((h) => h.id)];
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    const sharedPositions = Array.from({ length: ID_HEX_DIGITS }, (_, p) => p).filter((p) => ids.every((id) => id[p] === ids[0]![p]));
+    expect(sharedPositions).toEqual([]);
+    const ones = ids.join('').split('').reduce((n, digit) => n + BITS_SET[parseInt(digit, 16)]!, 0);
+    const bits = ids.length * ID_HEX_DIGITS * 4;
+    expect(Math.abs(ones - bits / 2)).toBeLessThan(BIT_BALANCE_SD * Math.sqrt(bits / 4));
+    const idSpace = 1n << BigInt(ID_HEX_DIGITS * 4);
+    for (const id of ids) {
+      for (const step of [-1n, 1n]) {
+        const neighbour = ((BigInt(`0x${id}`) + step + idSpace) % idSpace).toString(16).padStart(ID_HEX_DIGITS, '0');
+        expectCode(() => pool.attach(neighbour), 'EBADF', 'unknown-id');
+      }
+    }
+    for (const h of sampled) {
+      const o = await h.wait();
+      expect(o.kind).toBe('completed');
+      if (o.kind === 'completed') o.bundle.dispose();
+    }
     await expectCodeAsync(() => pool.status('not-an-id'), 'EBADF');
     // the id itself is the capability: another holder can take the outcome once
     const outcome = await pool.attach(handle.id).wait();

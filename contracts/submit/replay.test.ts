@@ -88,14 +88,12 @@ for (const pc of providerCases()) {
       expect(l).toEqual(s);
       expect(s).toEqual({ dispatches: 15, providerResolutions: 15, validations: 0, maps: 0, rootsCreated: 0, bindGroupsCreated: 0, replays: 5 });
       expect(runtime.pipelinesCreated).toBe(pipelinesAfterCompile);
-      // and the results are right: a <- (a + a) + a + ... ; check one element of each
-      for (const c of [small, large]) {
+      // and the results are right: a <- (a + a) + a + ... ; every element of each
+      for (const [c, n] of [[small, 1], [large, 100_000]] as const) {
         using v = c.group.view<'f32'>(c.a);
         const values = await v.toArray();
         // each replay: b = a + a; c = b + a; a = 0 * c + b  => a doubles per replay (6 replays)
-        expect(values[0]).toBe(0);
-        if (values.length > 1) expect(values[1]).toBe(1 * 2 ** 6);
-        if (values.length > 5) expect(values[5]).toBe(5 * 2 ** 6);
+        expect(Array.from(values)).toEqual(Array.from({ length: n }, (_, i) => (i % 7) * 2 ** 6));
       }
       small.group.dispose();
       large.group.dispose();
@@ -145,19 +143,8 @@ for (const pc of providerCases()) {
       expect(provider.counters().liveRoots).toBe(before.liveRoots - 24);
     });
 
-    it('[G3-completion-proof] a device loss while an output is mapped fails that read with a code; the bundle stays releasable', async () => {
-      if (pc.kind !== 'webgpu') {
-        // host outputs are read in place: nothing to map, nothing to lose
-        const c = await chain(runtime, provider, 4);
-        const o = await (await runtime.submit(c.graph, c.group)).wait();
-        expect(o.kind).toBe('completed');
-        if (o.kind === 'completed') {
-          expect(provider.counters().maps).toBe(0);
-          o.bundle.dispose();
-        }
-        c.graph.dispose();
-        return;
-      }
+    // Host outputs are read in place: there is no map and no device to lose, so this runs on WebGPU only.
+    it.skipIf(pc.kind !== 'webgpu')('[G3-completion-proof] a device loss while an output is mapped fails that read with a code; the bundle stays releasable', async () => {
       const lossy = (await pc.make()) as WebGPUProvider;
       const rt = createRuntime(lossy);
       const c = await chain(rt, lossy, 16);
@@ -167,8 +154,7 @@ for (const pc of providerCases()) {
       const before = lossy.counters();
       lossy.faults.loseDeviceDuringNextMap();
       const view = outcome.bundle.output<'f32'>(0);
-      const err = await expectCodeAsync(() => view.toArray(), lossy.loss === undefined ? 'ENODEV' : 'ENODEV');
-      expect(['device-lost']).toContain(err.reason);
+      await expectCodeAsync(() => view.toArray(), 'ENODEV', 'device-lost');
       view.release();
       // the staging buffer of the failed map was destroyed; no root was lost or retained
       const after = lossy.counters();

@@ -61,6 +61,24 @@ export function isInjectiveRef(c: LayoutRef): boolean {
   return new Set(c.offsets).size === c.offsets.length;
 }
 
+/**
+ * The documented sufficient condition for write injectivity (src/storage/layout.ts proveInjective): the
+ * dimensions longer than 1, taken by increasing |stride|, each step past everything the shorter-stride
+ * ones reach. A layout that meets it must be writable; one that does not may still be injective, but
+ * the conservative proof is then allowed to refuse it.
+ */
+export function isNestedRef(c: LayoutRef): boolean {
+  if (c.offsets.length === 0) return true;
+  const dims = c.shape.map((n, d) => ({ n, s: Math.abs(c.strides[d]!) })).filter((x) => x.n > 1);
+  dims.sort((a, b) => a.s - b.s);
+  let reach = 0;
+  for (const { n, s } of dims) {
+    if (s <= reach) return false;
+    reach += s * (n - 1);
+  }
+  return true;
+}
+
 /** Distinct-ish, nonzero values for backing index i (u8 wraps). */
 export function valueAt(dtype: DType, i: number): number {
   if (dtype === 'u8') return (i * 7 + 1) & 0xff;

@@ -2,7 +2,10 @@
 // them from disk; the browser lane fetches them through the Vite dev server (vitest.config.ts allows
 // ../shared/models in server.fs.allow). A fixture that is absent gives `undefined`, and the suites that
 // need it skip their tests (`it.skipIf`), so a fresh clone without ../shared shows them as skipped, not
-// passed. With TENON_REQUIRE_MODELS=1 or CI set (node lane), an absent fixture is an error instead.
+// passed. With TENON_REQUIRE_MODELS=1 or CI set, an absent fixture is an error instead, in both lanes:
+// vitest.config.ts reads the environment and provides `tenonRequireModels`, read here with inject()
+// (browser code cannot see process.env).
+import { inject } from 'vitest';
 
 /** Fixture files and their SHA-256 (../shared/models/README.md). */
 export const MODEL_FIXTURES = {
@@ -14,10 +17,13 @@ export type ModelFixture = keyof typeof MODEL_FIXTURES;
 
 const inBrowser = typeof window !== 'undefined' && typeof document !== 'undefined';
 
+/** Whether an absent fixture is an error: as the test lanes provide it, else (benchmark configs) from the environment. */
 function required(): boolean {
-  if (typeof process === 'undefined') return false;
-  const env = process.env ?? {};
-  return env['TENON_REQUIRE_MODELS'] === '1' || (env['CI'] !== undefined && env['CI'] !== '' && env['CI'] !== 'false');
+  const provided = inject('tenonRequireModels');
+  if (typeof provided === 'boolean') return provided;
+  if (typeof process === 'undefined' || process.env === undefined) return false;
+  const ci = process.env['CI'];
+  return process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
 }
 
 /** The fixture's bytes (a fresh ArrayBuffer-backed copy per call), or undefined when it is absent. */

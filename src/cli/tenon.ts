@@ -1,15 +1,21 @@
 // `tenon` command-line interface (Node): runs a llama2.c model on Dawn (WebGPU) or the host provider.
 //   tenon generate --model FILE --tokenizer FILE --prompt TEXT --steps N [--temperature T] [--top-p P]
 //                  [--seed S] [--provider webgpu|host] [--json]
+//   tenon --help
 // Text mode streams the generated text to stdout; --json prints one object with the prompt ids, the
-// generated ids, the text, the provider and timings. Errors print `tenon: CODE reason: message` to stderr
-// and exit 1 (2 for usage errors). Uses only the public API.
+// generated ids, the text, the provider and timings. --help prints the usage to stdout and exits 0. Errors
+// print `tenon: CODE reason: message` to stderr and exit 1 (2 for usage errors). Dawn comes from the
+// `webgpu` package, loaded only for --provider webgpu (without it that provider fails with ENOTSUP,
+// reason webgpu-package-missing); XDG_RUNTIME_DIR gets a private default first (runtime-dir.ts). Uses
+// only the public API.
 import { readFile } from 'node:fs/promises';
 import { TenonError, TextSession, createHostProvider, createRuntime, createWebGPUProvider, isTenonError, parseLlamaModel, parseTokenizer } from '../index.js';
 import type { HostProvider, WebGPUProvider } from '../index.js';
+import { ensureRuntimeDir } from './runtime-dir.js';
 
 const USAGE = `usage: tenon generate --model FILE --tokenizer FILE --prompt TEXT --steps N
-                      [--temperature T] [--top-p P] [--seed S] [--provider webgpu|host] [--json]`;
+                      [--temperature T] [--top-p P] [--seed S] [--provider webgpu|host] [--json]
+       tenon --help`;
 
 interface Args {
   model: string;
@@ -24,6 +30,13 @@ interface Args {
 }
 
 class UsageError extends Error {}
+
+const HELP_FLAGS = new Set(['--help', '-h', 'help']);
+
+/** Exit statuses: success, a failed run (coded error), bad usage. */
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
 
 function parseArgs(argv: readonly string[]): Args {
   const [command, ...rest] = argv;
@@ -72,19 +85,31 @@ function parseArgs(argv: readonly string[]): Args {
 
 async function makeProvider(kind: 'webgpu' | 'host'): Promise<HostProvider | WebGPUProvider> {
   if (kind === 'host') return createHostProvider();
-  const webgpu = await import('webgpu');
+  ensureRuntimeDir();
+  const webgpu = await import('webgpu').catch((err: unknown) => {
+    if ((err as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new TenonError('ENOTSUP', 'the webgpu provider needs the `webgpu` package (npm install webgpu), or use --provider host', {
+      op: 'cli',
+      reason: 'webgpu-package-missing',
+      cause: err,
+    });
+  });
   Object.assign(globalThis, webgpu.globals);
   return createWebGPUProvider({ gpu: webgpu.create([]) });
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv.length === 1 && HELP_FLAGS.has(argv[0]!)) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT_OK;
+  }
   let args: Args;
   try {
     args = parseArgs(argv);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`tenon: ${err.message}\n${USAGE}\n`);
-      return 2;
+      return EXIT_USAGE;
     }
     throw err;
   }
@@ -126,11 +151,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write('\n');
     }
     session.dispose();
-    return 0;
+    return EXIT_OK;
   } catch (err) {
     const e = isTenonError(err) ? err : new TenonError('EIO', String(err), { op: 'cli' });
     process.stderr.write(`tenon: ${e.code}${e.reason !== undefined ? ` ${e.reason}` : ''}: ${e.message}\n`);
-    return 1;
+    return EXIT_FAILED;
   } finally {
     if (provider?.kind === 'webgpu') (provider as WebGPUProvider).destroy();
   }

@@ -12,17 +12,25 @@
 // and each stream endpoint's lock: a lock that becomes free without a clean goodbye means that context
 // went away, which becomes ECONNRESET for the peer (C8) and a teardown of the session (D6).
 //
-// Durability: the IndexedDB write of a new binding is the commit point of a blob publication; files no
+// A watch that Web Locks refuses is reported, never swallowed: without it peer loss could no longer
+// become ECONNRESET. A failed session watch tears the session down with EIO `lock-watch-failed`; a failed
+// endpoint watch faults the stream's ring, so both ends fail with that error (DP-lock-watch-reported).
+//
+// Durability: the IndexedDB write of a new binding is the commit point of a blob publication. It runs
+// with strict durability (store.ts), and the replaced revision's file is deleted only after that write
+// completed, so no crash can leave a binding that points at a deleted file (DP-commit-durable). Files no
 // binding and no live grant references are reclaimed at start and whenever their last user lets go.
-import { createStore, entries, set, setMany } from 'idb-keyval';
+import { entries, set, setMany } from 'idb-keyval';
 import type { UseStore } from 'idb-keyval';
 import { dpError, fromPlatform } from './errors.js';
 import { authorized, resolvePath, resolvePrefix, validatePath, validateRunId } from './path.js';
 import type { ResolvedAccess } from './path.js';
-import { ENDPOINT, createRing, endpointState, markStale, settleEndpoint, wakeRing } from './ring.js';
-import { RING_DEFAULT_CAPACITY, RING_MAX_CAPACITY, RING_MIN_CAPACITY, RING_WORD } from './ring-layout.js';
+import { ENDPOINT, createRing, endpointState, markFaulted, markStale, settleEndpoint, wakeRing } from './ring.js';
+import { RING_DEFAULT_CAPACITY, RING_FAULT, RING_MAX_CAPACITY, RING_MIN_CAPACITY, RING_WORD } from './ring-layout.js';
 import { leakedCount } from './diagnostics.js';
-import { holdLock, lockName, planeFolder, randomToken, watchLock } from './opfs.js';
+import { holdLock, lockName, planeFolder, randomToken, refusedLockName, watchLock } from './opfs.js';
+import { openNamespaceStore } from './store.js';
+import type { NamespaceStore } from './store.js';
 import type { AuthorityMessage, ClientMessage, GrantWire, OkValue, OpenMessage } from './protocol.js';
 import type { AccessMode, Capability, DataPlaneFaults, DataPlaneStats, NodeInfo, ObjectKind, SessionAccess, DataPlaneSessionFaults } from './types.js';
 import { TenonError } from '../errors.js';
@@ -147,6 +155,7 @@ class Authority implements DataPlane {
   readonly name: string;
   readonly faults: DataPlaneFaults;
   readonly #store: UseStore;
+  readonly #namespace: NamespaceStore;
   readonly #folder: FileSystemDirectoryHandle;
   readonly #bindings = new Map<string, Binding>();
   readonly #ops = new Map<string, OpRecord>();
@@ -165,10 +174,14 @@ class Authority implements DataPlane {
   #generation = 0;
   #dead = false;
   #messages = 0;
+  #lockWatchFailures = 0;
+  /** Seam: how many of the next lock watches start under a name Web Locks refuses. */
+  #refuseWatches = 0;
 
-  constructor(name: string, store: UseStore, folder: FileSystemDirectoryHandle, releaseLock: () => void, stored: Array<[IDBValidKey, unknown]>) {
+  constructor(name: string, store: NamespaceStore, folder: FileSystemDirectoryHandle, releaseLock: () => void, stored: Array<[IDBValidKey, unknown]>) {
     this.name = name;
-    this.#store = store;
+    this.#namespace = store;
+    this.#store = store.use;
     this.#folder = folder;
     this.#releaseLock = releaseLock;
     for (const [key, value] of stored) {
@@ -181,11 +194,25 @@ class Authority implements DataPlane {
     }
     const held = this.#held;
     const streams = this.#streams;
+    const storeFaults = store.faults;
+    const authority = this;
     this.faults = {
       holdGrants: false,
       failTransportStarts: 0,
       corruptNextRing: false,
       crashAtPublish: 'none',
+      get failNextCommit() {
+        return storeFaults.failNextCommit;
+      },
+      set failNextCommit(on: boolean) {
+        storeFaults.failNextCommit = on;
+      },
+      get failLockWatches() {
+        return authority.#refuseWatches;
+      },
+      set failLockWatches(n: number) {
+        authority.#refuseWatches = n;
+      },
       releaseHeldGrants() {
         this.holdGrants = false;
         for (const send of held.splice(0)) send();
@@ -225,12 +252,14 @@ class Authority implements DataPlane {
     };
     const quota = access.faults?.quotaBytes;
     if (quota !== undefined && (!Number.isSafeInteger(quota) || quota < 0)) throw dpError('EINVAL', op, 'quotaBytes must be a non-negative integer', { reason: 'bad-fault' });
+    const refuseWatch = access.faults?.failAuthorityWatch;
+    if (refuseWatch !== undefined && typeof refuseWatch !== 'boolean') throw dpError('EINVAL', op, 'failAuthorityWatch must be a boolean', { reason: 'bad-fault' });
     const channel = new MessageChannel();
     const s: SessionState = {
       id: randomToken(),
       port: channel.port1,
       access: resolved,
-      faults: quota === undefined ? {} : { quotaBytes: quota },
+      faults: { ...(quota === undefined ? {} : { quotaBytes: quota }), ...(refuseWatch === true ? { failAuthorityWatch: true } : {}) },
       state: 'attaching',
       grants: new Set(),
       waiters: new Set(),
@@ -277,6 +306,9 @@ class Authority implements DataPlane {
       boundFiles,
       controlMessages: this.#messages,
       leaked: leakedCount(),
+      commits: this.#namespace.commits,
+      strictCommits: this.#namespace.strictCommits,
+      lockWatchFailures: this.#lockWatchFailures,
     };
   }
 
@@ -363,7 +395,7 @@ class Authority implements DataPlane {
       case 'hello':
         if (s.state !== 'attaching') return;
         s.state = 'running';
-        watchLock(lockName.session(this.name, s.id), s.watch.signal, () => void this.#serial(() => (this.#dead ? undefined : this.#teardown(s, 'lost'))));
+        this.#watch(lockName.session(this.name, s.id), s.watch.signal, () => this.#teardown(s, 'lost'), (err) => this.#sessionWatchFailed(s, err));
         this.#post(s, { t: 'running' });
         return;
       case 'open':
@@ -615,9 +647,46 @@ class Authority implements DataPlane {
     pair.ready = true;
     for (const e of pair.grants) {
       e.watch = new AbortController();
-      watchLock(lockName.endpoint(this.name, e.token), e.watch.signal, () => void this.#serial(() => (this.#dead ? undefined : this.#endpointGone(e))));
+      this.#watch(lockName.endpoint(this.name, e.token), e.watch.signal, () => this.#endpointGone(e), () => this.#endpointWatchFailed(e));
       this.#post(e.session, { t: 'ready', id: e.reqId });
     }
+  }
+
+  /**
+   * Watches a liveness lock: `onFree` when its holder let go or died, `onFailed` when Web Locks refused
+   * the watch itself. Both run through the serial queue, after every earlier decision.
+   */
+  #watch(name: string, signal: AbortSignal, onFree: () => Promise<void>, onFailed: (err: TenonError) => Promise<void>): void {
+    let watched = name;
+    if (this.#refuseWatches > 0) {
+      this.#refuseWatches--;
+      watched = refusedLockName(name);
+    }
+    watchLock(
+      watched,
+      signal,
+      () => void this.#serial(() => (this.#dead ? undefined : onFree())),
+      (err) =>
+        void this.#serial(() => {
+          if (this.#dead) return undefined;
+          this.#lockWatchFailures++;
+          return onFailed(err);
+        }),
+    );
+  }
+
+  /** The authority cannot see this session die: end it now and tell it why (DP-lock-watch-reported). */
+  async #sessionWatchFailed(s: SessionState, err: TenonError): Promise<void> {
+    if (s.state === 'closed') return;
+    await this.#teardown(s, 'closed');
+    this.#post(s, { t: 'teardown', fault: { code: err.code, reason: err.reason ?? 'lock-watch-failed' } });
+    s.port.close();
+  }
+
+  /** Loss of this endpoint would go unseen: fault the ring so both ends fail with EIO (DP-lock-watch-reported). */
+  async #endpointWatchFailed(g: GrantState): Promise<void> {
+    if (!g.live || g.pair === undefined) return;
+    markFaulted(g.pair.ring, RING_FAULT.LOCK_WATCH_FAILED);
   }
 
   /** An endpoint's lock became free: clean if it already settled its state, otherwise lost (C8). */
@@ -703,12 +772,15 @@ class Authority implements DataPlane {
     const binding: BlobBinding = { kind: 'blob', revision, file: g.file!, length: g.length!, ...(digest === undefined ? {} : { digest }) };
     const value: OkValue = { revision };
     try {
-      // The commit point (B7): until this write lands, no reader can see the revision.
+      // The commit point (B7): until this strict-durability write completed, no reader can see the
+      // revision, and nothing of the previous one is touched (DP-commit-durable).
       if (g.opId === undefined) await set(nodeKey(g.path), binding, this.#store);
       else await setMany([[nodeKey(g.path), binding], [opKey(g.opId), { op: 'publish', path: g.path, value } satisfies OpRecord]], this.#store);
     } catch (err) {
+      // Nothing committed: the previous binding, its file and its readers stay exactly as they were.
       await this.#endGrant(g, 'abort');
-      throw fromPlatform(err, op, g.path);
+      const platform = fromPlatform(err, op, g.path);
+      throw dpError(platform.code, op, 'the namespace commit failed; nothing was published', { reason: 'commit-failed', path: g.path, cause: err });
     }
     if (this.faults.crashAtPublish === 'after-commit') {
       this.#crash();
@@ -718,6 +790,7 @@ class Authority implements DataPlane {
     if (g.opId !== undefined) this.#ops.set(g.opId, { op: 'publish', path: g.path, value });
     this.#bound.set(binding.file, g.path);
     g.published = true;
+    // The commit is durable now; only from here may the replaced revision's file go (if no reader holds it).
     if (prev !== undefined) {
       this.#bound.delete(prev.file);
       if ((this.#refs.get(prev.file) ?? 0) === 0) await this.#deleteFile(prev.file);
@@ -840,7 +913,8 @@ export async function createDataPlane(options: DataPlaneOptions): Promise<DataPl
     throw dpError('EBUSY', op, 'another authority holds this plane', { reason: 'plane-busy', cause: err });
   });
   try {
-    const store = createStore(`tenon-dataplane/${name}`, 'namespace');
+    const namespace = openNamespaceStore(`tenon-dataplane/${name}`, 'namespace');
+    const store = namespace.use;
     const stored = await entries(store);
     const folder = await planeFolder(name);
     // Recovery: every stream node gets a fresh incarnation, so no ring of an earlier authority can ever
@@ -852,7 +926,7 @@ export async function createDataPlane(options: DataPlaneOptions): Promise<DataPl
     }
     if (bumped.length > 0) await setMany(bumped, store);
     const recovered = stored.map(([k, v]): [IDBValidKey, unknown] => bumped.find(([bk]) => bk === k) ?? [k, v]);
-    const authority = new Authority(name, store, folder, release, recovered);
+    const authority = new Authority(name, namespace, folder, release, recovered);
     await authority.reclaim(); // orphans of an earlier run: stagings never published, replaced revisions
     return authority;
   } catch (err) {

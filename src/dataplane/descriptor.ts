@@ -149,6 +149,8 @@ export class Core {
   #busy = false;
   readonly #queue: Waiting[] = [];
   #bounce: Uint8Array | undefined;
+  /** The failure that ended the session, when a teardown was caused by one (reported instead of EBADF). */
+  #endedBy: TenonError | undefined;
 
   constructor(link: SessionLink, grant: GrantWire, backend: { io?: BlobIO; reader?: RingReader; writer?: RingWriter; releaseLock?: () => void }) {
     this.link = link;
@@ -206,6 +208,8 @@ export class Core {
       this.#dropStreamLocally(ENDPOINT.TORN_DOWN);
       this.state = 'torn-down';
     }
+    const by = this.state === 'torn-down' ? this.#endedBy : undefined;
+    if (by !== undefined) throw dpError(by.code, op, 'the session ended after a failure', { ...(by.reason === undefined ? {} : { reason: by.reason }), path: this.path, cause: by });
     throw ebadf(op, this.state === 'torn-down' ? 'session-closed' : 'closed', this.path);
   }
 
@@ -549,10 +553,16 @@ export class Core {
     });
   }
 
-  /** Session teardown, applied locally: no messages (the authority tears down its side itself). */
-  async terminate(): Promise<void> {
+  /**
+   * Session teardown, applied locally: no messages (the authority tears down its side itself). `fault`
+   * is the failure that ended the session, if one did; later calls report it instead of EBADF.
+   */
+  async terminate(fault?: TenonError): Promise<void> {
     if (this.finished) return;
-    if (this.state === 'open') this.state = 'torn-down';
+    if (this.state === 'open') {
+      this.state = 'torn-down';
+      this.#endedBy = fault;
+    }
     this.finished = true;
     if (this.ring !== undefined) this.#dropStreamLocally(ENDPOINT.TORN_DOWN);
     this.mappings.clear();

@@ -2,6 +2,7 @@
 // folder, `tenon-dataplane/<plane>/`, holding immutable revision files and staging files; which file a
 // path currently means is decided only by the authority's bindings (IndexedDB).
 import { dpError, fromPlatform } from './errors.js';
+import type { TenonError } from '../errors.js';
 
 const ROOT_FOLDER = 'tenon-dataplane';
 const folders = new Map<string, Promise<FileSystemDirectoryHandle>>();
@@ -57,9 +58,29 @@ export function holdLock(name: string, signal?: AbortSignal): Promise<() => void
 /**
  * Calls `onFree` once the lock becomes free (its holder released it or died), unless `signal` aborts
  * first. Uses a shared request so several watchers never block each other; the lock is given back at once.
+ * When Web Locks refuses the request itself (anything but our own abort), `onFailed` gets an EIO
+ * `lock-watch-failed`: the watcher can no longer see the holder go away and must say so, never assume
+ * the holder is alive (DP-lock-watch-reported).
  */
-export function watchLock(name: string, signal: AbortSignal, onFree: () => void): void {
-  navigator.locks.request(name, { mode: 'shared', signal }, () => onFree()).catch(() => undefined);
+export function watchLock(name: string, signal: AbortSignal, onFree: () => void, onFailed: (err: TenonError) => void): void {
+  let freed = false;
+  navigator.locks
+    .request(name, { mode: 'shared', signal }, () => {
+      freed = true;
+      onFree();
+    })
+    .catch((err: unknown) => {
+      if (freed || signal.aborted) return;
+      onFailed(dpError('EIO', 'lock.watch', `watching lock ${name} failed`, { reason: 'lock-watch-failed', cause: err }));
+    });
+}
+
+/**
+ * Fault seam for watchLock: the same name behind a leading '-', which the Web Locks API reserves and
+ * refuses (NotSupportedError), so the platform itself fails the watch and the production path reports it.
+ */
+export function refusedLockName(name: string): string {
+  return `-${name}`;
 }
 
 export function randomToken(): string {

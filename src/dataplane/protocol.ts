@@ -86,8 +86,8 @@ export type AuthorityMessage =
   | { readonly t: 'ok'; readonly id: number; readonly value?: OkValue }
   | { readonly t: 'error'; readonly id: number; readonly code: TenonErrorCode; readonly reason?: string; readonly path?: string; readonly message: string }
   | { readonly t: 'cancelled'; readonly id: number }
-  /** The authority ended the session (explicit close or teardown). */
-  | { readonly t: 'teardown' };
+  /** The authority ended the session (explicit close or teardown); `fault` says why when it was a failure. */
+  | { readonly t: 'teardown'; readonly fault?: { readonly code: TenonErrorCode; readonly reason: string } };
 
 export type OkValue =
   | { readonly revision: number }

@@ -41,6 +41,8 @@ export const RING_WORD = {
   GENERATION: 3,
   /** Set by the authority when the incarnation was replaced (ESTALE for both ends). */
   STALE: 4,
+  /** A RING_FAULT value set by the authority when it can no longer supervise the stream (EIO for both ends). */
+  FAULT: 5,
   // producer line
   WRITE: 16,
   WRITER_STATE: 17,
@@ -62,6 +64,13 @@ export const ENDPOINT = {
   LOST: 3,
   /** The endpoint's session was torn down by the authority. */
   TORN_DOWN: 4,
+} as const;
+
+/** Values of the FAULT word (0: none). */
+export const RING_FAULT = {
+  NONE: 0,
+  /** The authority's Web Lock watch of an endpoint failed: peer loss would go unseen. */
+  LOCK_WATCH_FAILED: 1,
 } as const;
 
 export const RECORD_HEADER_BYTES = 4;

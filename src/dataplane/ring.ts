@@ -1,12 +1,14 @@
 // SPSC byte ring over one SharedArrayBuffer (seed 004 §7.3-7.4; layout and wait protocol in
 // ring-layout.ts). One RingWriter (the producer's context) and one RingReader (the consumer's context)
-// share the buffer; the authority only creates it and, on peer loss or replacement, flips state words.
+// share the buffer; the authority only creates it and, on peer loss, replacement or a failed
+// liveness watch, flips state words.
 //
 // Threading: every method is synchronous and never waits; waiting (Atomics.wait in workers,
 // Atomics.waitAsync elsewhere) is the caller's job, using the futex words exposed here. Neither side
 // allocates on its hot path except the small typed-array views needed to copy a sub-range (no payload
 // buffer is ever allocated: PF4, PF6, RING7).
 import { dpError } from './errors.js';
+import type { TenonError } from '../errors.js';
 import {
   ENDPOINT,
   RECORD,
@@ -19,6 +21,7 @@ import {
   RING_MAGIC,
   RING_MAX_CAPACITY,
   RING_MIN_CAPACITY,
+  RING_FAULT,
   RING_WORD as W,
 } from './ring-layout.js';
 
@@ -99,6 +102,12 @@ abstract class RingEnd {
     return Atomics.load(this.h, W.STALE) !== 0;
   }
 
+  /** The error of a ring the authority faulted (it can no longer supervise the stream), if it did. */
+  protected faultError(op: string): TenonError | undefined {
+    if (Atomics.load(this.h, W.FAULT) === RING_FAULT.NONE) return undefined;
+    return dpError('EIO', op, 'the authority cannot watch this stream for peer loss', { reason: 'lock-watch-failed' });
+  }
+
   /** Framed bytes currently in the ring (payload plus record headers and padding). */
   queuedBytes(): number {
     return (Atomics.load(this.h, W.WRITE) - Atomics.load(this.h, W.READ)) | 0;
@@ -139,6 +148,8 @@ export class RingWriter extends RingEnd {
   /** Throws the terminal condition of the consumer side, if any (EPIPE after clean close, else ECONNRESET). */
   checkPeer(op: string): void {
     if (this.stale) throw dpError('ESTALE', op, 'stream incarnation was replaced', { reason: 'replaced' });
+    const fault = this.faultError(op);
+    if (fault !== undefined) throw fault;
     const peer = this.peerState;
     if (peer === ENDPOINT.CLOSED) throw dpError('EPIPE', op, 'the reader closed the stream', { reason: 'peer-closed' });
     if (peer !== ENDPOINT.OPEN) throw dpError('ECONNRESET', op, 'the reader went away', { reason: peer === ENDPOINT.ABORTED ? 'peer-aborted' : 'peer-lost' });
@@ -233,6 +244,8 @@ export class RingReader extends RingEnd {
     if (this.#eof) return 0;
     if (this.#fault !== undefined) throw this.#fault;
     if (this.stale) throw dpError('ESTALE', 'ring.read', 'stream incarnation was replaced', { reason: 'replaced' });
+    const fault = this.faultError('ring.read');
+    if (fault !== undefined) throw (this.#fault = fault);
     if (this.#remaining === 0) {
       const r = this.#r;
       const available = (Atomics.load(this.h, W.WRITE) - r) | 0;
@@ -295,6 +308,14 @@ export function settleEndpoint(sab: SharedArrayBuffer, role: 'reader' | 'writer'
 /** Wakes every waiter of both sides without changing any state (a spurious wakeup is harmless: A4). */
 export function wakeRing(sab: SharedArrayBuffer): void {
   const h = new Int32Array(sab, 0, RING_HEADER_BYTES / 4);
+  bump(h, W.DATA_SEQ);
+  bump(h, W.SPACE_SEQ);
+}
+
+/** Faults a ring (a RING_FAULT value) and wakes both sides; both ends then fail with EIO. */
+export function markFaulted(sab: SharedArrayBuffer, fault: (typeof RING_FAULT)[keyof typeof RING_FAULT]): void {
+  const h = new Int32Array(sab, 0, RING_HEADER_BYTES / 4);
+  Atomics.store(h, W.FAULT, fault);
   bump(h, W.DATA_SEQ);
   bump(h, W.SPACE_SEQ);
 }

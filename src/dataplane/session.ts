@@ -4,7 +4,9 @@
 // namespace control and at terminal steps.
 //
 // Liveness: while attached the session holds a Web Lock the authority watches (context death means
-// teardown: D6) and watches the authority's lock (authority death ends the session here: C8).
+// teardown: D6) and watches the authority's lock (authority death ends the session here: C8). If either
+// watch is refused by Web Locks, the session ends with EIO `lock-watch-failed` (its `fault`), which every
+// later call reports: a session whose liveness nobody can see does not keep running silently.
 // Correlation: every request carries a fresh id; a reply is matched by id only, and a grant for an id
 // that is no longer waiting (cancelled, failed, unknown) is refused and reclaimed (O2, OP6, C4, A2).
 import { TenonError } from '../errors.js';
@@ -12,7 +14,7 @@ import { dpError } from './errors.js';
 import { openBlobIO } from './blobio.js';
 import { Core, newDescriptor } from './descriptor.js';
 import type { Descriptor, SessionLink } from './descriptor.js';
-import { holdLock, inDedicatedWorker, lockName, watchLock } from './opfs.js';
+import { holdLock, inDedicatedWorker, lockName, refusedLockName, watchLock } from './opfs.js';
 import { RingReader, RingWriter } from './ring.js';
 import type { AuthorityMessage, ClientMessage, GrantWire, OkValue } from './protocol.js';
 import type { NodeInfo, OpenOptions } from './types.js';
@@ -21,6 +23,8 @@ export interface Session {
   /** The run `/runs/self` resolves to in this session (N6). */
   readonly runId: string;
   readonly state: 'running' | 'closing' | 'closed';
+  /** Why the session ended, when a failure ended it (e.g. EIO `lock-watch-failed`); later calls throw it. */
+  readonly fault: TenonError | undefined;
   open(path: string, options?: OpenOptions): Promise<Descriptor>;
   /** mkfifo: makes `path` a stream node (no-op when it already is one). Returns true when it created it. */
   ensureStream(path: string, options?: { readonly capacity?: number; readonly opId?: string }): Promise<boolean>;
@@ -53,6 +57,9 @@ interface PendingOpen {
 
 type Pending = PendingCall | PendingOpen;
 
+/** The session's fault, restated for the operation that runs into it. */
+const faultFor = (fault: TenonError, op: string): TenonError => dpError(fault.code, op, 'the session ended after a failure', { ...(fault.reason === undefined ? {} : { reason: fault.reason }), cause: fault });
+
 const fromWire = (m: Extract<AuthorityMessage, { t: 'error' }>): TenonError =>
   dpError(m.code, 'dataplane', m.message, { ...(m.reason === undefined ? {} : { reason: m.reason }), ...(m.path === undefined ? {} : { path: m.path }) });
 
@@ -69,6 +76,7 @@ class SessionClient implements Session, SessionLink {
   #quota: number;
   #releaseLock: (() => void) | undefined;
   #closing: Promise<void> | undefined;
+  #fault: TenonError | undefined;
 
   constructor(port: MessagePort, welcome: Extract<AuthorityMessage, { t: 'welcome' }>, releaseLock: () => void) {
     this.#port = port;
@@ -77,7 +85,12 @@ class SessionClient implements Session, SessionLink {
     this.#quota = welcome.faults.quotaBytes ?? Number.POSITIVE_INFINITY;
     this.#releaseLock = releaseLock;
     port.onmessage = (e: MessageEvent) => this.#onMessage(e.data as AuthorityMessage);
-    watchLock(welcome.authorityLock, this.#watch.signal, () => this.#authorityGone());
+    const watched = welcome.faults.failAuthorityWatch === true ? refusedLockName(welcome.authorityLock) : welcome.authorityLock;
+    watchLock(watched, this.#watch.signal, () => this.#authorityGone(), (err) => this.#authorityWatchFailed(err));
+  }
+
+  get fault(): TenonError | undefined {
+    return this.#fault;
   }
 
   get running(): boolean {
@@ -96,7 +109,7 @@ class SessionClient implements Session, SessionLink {
   }
 
   call(build: (id: number) => ClientMessage): Promise<OkValue | undefined> {
-    if (this.state === 'closed') return Promise.reject(dpError('EBADF', 'dataplane', 'the session is closed', { reason: 'session-closed' }));
+    if (this.state === 'closed') return Promise.reject(this.#fault !== undefined ? faultFor(this.#fault, 'dataplane') : dpError('EBADF', 'dataplane', 'the session is closed', { reason: 'session-closed' }));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { kind: 'call', resolve, reject });
@@ -112,7 +125,8 @@ class SessionClient implements Session, SessionLink {
   // public API
 
   #checkRunning(op: string): void {
-    if (this.state !== 'running') throw dpError('EBADF', op, 'the session is not running', { reason: 'session-closed' });
+    if (this.state === 'running') return;
+    throw this.#fault !== undefined ? faultFor(this.#fault, op) : dpError('EBADF', op, 'the session is not running', { reason: 'session-closed' });
   }
 
   async open(path: string, options: OpenOptions = {}): Promise<Descriptor> {
@@ -173,9 +187,10 @@ class SessionClient implements Session, SessionLink {
   async #close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closing';
-    this.#failPending(dpError('ECANCELED', 'dataplane.open', 'the session is closing', { reason: 'session-closed' }), 'open');
+    const fault = this.#fault;
+    this.#failPending(fault !== undefined ? faultFor(fault, 'dataplane.open') : dpError('ECANCELED', 'dataplane.open', 'the session is closing', { reason: 'session-closed' }), 'open');
     // Local handles go first so the authority can delete staging files once it tears down its side.
-    for (const core of [...this.#cores]) await core.terminate();
+    for (const core of [...this.#cores]) await core.terminate(fault);
     this.#cores.clear();
     try {
       const id = this.#nextId++;
@@ -213,6 +228,13 @@ class SessionClient implements Session, SessionLink {
     this.#finish();
   }
 
+  /** Web Locks refused the watch of the authority: its death would go unseen, so the session ends now. */
+  #authorityWatchFailed(err: TenonError): void {
+    if (this.state !== 'running') return;
+    this.#fault = err;
+    void this.close();
+  }
+
   // ---------------------------------------------------------------------------------------------------
   // replies
 
@@ -248,13 +270,16 @@ class SessionClient implements Session, SessionLink {
         p.reject(dpError('ECANCELED', 'dataplane.open', 'open cancelled', { reason: 'aborted' }));
         return;
       }
-      case 'teardown':
+      case 'teardown': {
         if (this.state === 'closed') return;
-        this.#failPending(dpError('EBADF', 'dataplane', 'the authority closed this session', { reason: 'session-closed' }));
-        for (const core of [...this.#cores]) void core.terminate();
+        if (m.fault !== undefined) this.#fault ??= dpError(m.fault.code, 'dataplane', 'the authority ended this session after a failure', { reason: m.fault.reason });
+        const fault = this.#fault;
+        this.#failPending(fault !== undefined ? faultFor(fault, 'dataplane') : dpError('EBADF', 'dataplane', 'the authority closed this session', { reason: 'session-closed' }));
+        for (const core of [...this.#cores]) void core.terminate(fault);
         this.#cores.clear();
         this.#finish();
         return;
+      }
       default:
         return;
     }
@@ -361,7 +386,9 @@ export function connectSession(port: MessagePort): Promise<Session> {
           const onRunning = (ev: MessageEvent): void => {
             if ((ev.data as AuthorityMessage)?.t !== 'running') return;
             port.removeEventListener('message', onRunning);
-            resolve(session);
+            // A liveness watch refused while attaching: the session is already ending; say why.
+            if (session.fault !== undefined) reject(faultFor(session.fault, 'connectSession'));
+            else resolve(session);
           };
           port.addEventListener('message', onRunning);
           port.postMessage({ t: 'hello' } satisfies ClientMessage);

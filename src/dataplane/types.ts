@@ -55,6 +55,8 @@ export interface SessionAccess {
 export interface DataPlaneSessionFaults {
   /** Bytes this session may still write into OPFS staging; beyond it writes fail with ENOSPC. */
   readonly quotaBytes?: number;
+  /** The session's watch of the authority's lock is refused by Web Locks (DP-lock-watch-reported). */
+  readonly failAuthorityWatch?: boolean;
 }
 
 /** Fault seams inside the authority. Mutable: tests flip them between steps. */
@@ -67,6 +69,10 @@ export interface DataPlaneFaults {
   corruptNextRing: boolean;
   /** Make the authority die in the middle of the next publication. */
   crashAtPublish: 'none' | 'before-commit' | 'after-commit';
+  /** Abort the next IndexedDB commit (a real transaction abort): that publication or change fails. */
+  failNextCommit: boolean;
+  /** The next N Web Lock watches the authority starts are refused by the platform. */
+  failLockWatches: number;
   /** Sends every held grant (in order). */
   releaseHeldGrants(): void;
   /** Wakes both ends of the live ring at `path` without changing anything (a spurious wakeup). */
@@ -172,4 +178,9 @@ export interface DataPlaneStats {
   readonly controlMessages: number;
   /** FinalizationRegistry diagnostics: descriptors dropped without close in this context. */
   readonly leaked: number;
+  /** IndexedDB write transactions of the namespace that committed, and how many ran with strict durability. */
+  readonly commits: number;
+  readonly strictCommits: number;
+  /** Web Lock watches (sessions, stream endpoints) the platform refused; each was reported to its users. */
+  readonly lockWatchFailures: number;
 }

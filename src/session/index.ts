@@ -1,6 +1,8 @@
-// Public face of the inference layer (DESIGN.md "src/session"): the text session, prompt caches, model
-// sources and the host reference forward pass that the op-library forward is checked against. File
-// formats, tokenizers and model identity live in src/model (exported from src/index.ts).
+// Public face of the inference layer (DESIGN.md "src/session"): the host reference forward pass, the
+// op-library forward (LlamaForward), TextSession with its transactions, checkpoints, observers and
+// prediction lanes (the lane is an interface: only a session makes one), prompt-cache encoding, and model
+// sources cached in the data plane. File formats, tokenizers and model identity live in src/model
+// (exported from src/index.ts).
 export { BOS_ID, BYTE_FALLBACK_BASE, EOS_ID, UNK_ID, parseTokenizer } from '../model/index.js';
 export type { DecodeAllOptions, EncodeOptions, TokenTextStream, Tokenizer } from '../model/index.js';
 export {
@@ -21,7 +23,7 @@ export { LlamaForward } from './llama.js';
 export type { LlamaForwardOptions, RunOptions, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
 export type { SamplerOptions } from './sampler.js';
-export { PredictionLane, STEP_PHASES, StepError, TextSession } from './session.js';
+export { STEP_PHASES, StepError, TextSession } from './session.js';
 export { PROMPT_CACHE_FORMAT, PROMPT_CACHE_MAGIC, PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 export type { PromptCacheExpectation, PromptCacheManifest } from './prompt-cache.js';
 export type {
@@ -32,6 +34,7 @@ export type {
   SavePromptCacheOptions,
   ObserveContext,
   PhaseAgreement,
+  PredictionLane,
   SessionFaults,
   SessionObserver,
   SessionReport,

@@ -8,9 +8,14 @@
 // (ENODEV). Graphs are compiled per token count T (prefill chunk or 1 for decode) and cached; the position
 // of row 0 is a per-step value, so replaying a graph never recompiles anything.
 // Steps: `run(tokens, pos0)` writes the ids, submits, waits for proven completion and returns the logits
-// of the last row. It does not decide what is committed: TextSession (session.ts) wraps it in a
-// transaction. KV rows at and past the committed length are kept zero by the session so that a rolled-
-// back step leaves the state bit-identical.
+// of the last row (a run with `logits: false` downloads none: a prefill's earlier chunks only write their
+// KV rows, so a long prefill reads logits back once, after its last chunk). It does not decide what is
+// committed: TextSession (session.ts) wraps it in a transaction. KV rows at and past the committed length
+// are kept zero by the session so that a rolled-back step leaves the state bit-identical.
+// Layer observation: only a run that asks for it (`layers: true`) copies the residual stream after each
+// layer into an observation buffer [nLayers * maxBatch, dim] and downloads it with the logits. That buffer
+// is allocated into the state group on the first such run and its graphs are a separate family, so a
+// forward whose caller never asks has neither the buffer nor the copy dispatches.
 // Thread: the runtime's.
 import { TenonError } from '../errors.js';
 import { createAllocationGroup, fromArray, zeros } from '../storage/index.js';
@@ -46,14 +51,37 @@ export interface StepResult {
   readonly argmax: number;
   /** With `allRows`: the argmax of every processed position, in order (for draft verification). */
   readonly argmaxRows: readonly number[];
+  /** With `allRows`: the logits of every processed position, row after row ([T, vocab]); else the last row. */
+  readonly rowLogits: Float32Array;
+  /** With `layers`: the hidden state after each layer, one [T, dim] array per layer (host copies). */
+  readonly layers?: readonly Float32Array[];
 }
 
 export interface RunOptions {
   /** Compute logits and argmax for every row, not only the last (speculative verification). */
   readonly allRows?: boolean;
+  /** Also return the hidden state after every layer (observer hooks); costs nothing when absent. */
+  readonly layers?: boolean;
+  /**
+   * Download the logits and argmax (default true). With false nothing of them is read back: the result's
+   * logits and rowLogits are empty, argmaxRows is empty and argmax is -1 (NO_ARGMAX).
+   */
+  readonly logits?: boolean;
 }
 
+/** The argmax of a run that did not read its logits back (`logits: false`). */
+export const NO_ARGMAX = -1;
+const NO_LOGITS = new Float32Array(0);
+
 const DEFAULT_MAX_BATCH = 64;
+const F32_BYTES = 4;
+
+interface GraphEntry {
+  readonly graph: CompiledGraph;
+  readonly ids: DescriptorSlot;
+  readonly logits: DescriptorSlot;
+  readonly next: DescriptorSlot;
+}
 
 interface Allocation {
   readonly allocation: AllocationSlot;
@@ -96,7 +124,9 @@ export class LlamaForward {
   /** Per-row logits [maxBatch, vocab] and argmax [maxBatch] for verification passes. */
   readonly #rowLogits: Allocation;
   readonly #rowNext: Allocation;
-  readonly #graphs = new Map<string, { graph: CompiledGraph; ids: DescriptorSlot; logits: DescriptorSlot; next: DescriptorSlot }>();
+  readonly #graphs = new Map<string, GraphEntry>();
+  /** Observation buffer [nLayers * maxBatch, dim] in the state group; allocated by the first `layers` run. */
+  #hidden: Allocation | undefined;
   #lost: TenonError | undefined;
 
   private constructor(runtime: Runtime, config: LlamaConfig, maxSeq: number, maxBatch: number, group: AllocationGroup, slots: {
@@ -214,6 +244,11 @@ export class LlamaForward {
     return this.#layers.length;
   }
 
+  /** Bytes of the layer-observation buffer: 0 until a run asked for layer outputs. */
+  get observationBytes(): number {
+    return this.#hidden === undefined ? 0 : this.#layers.length * this.maxBatch * this.config.dim * F32_BYTES;
+  }
+
   /**
    * Runs tokens at positions pos0..pos0+T-1 through the model (T <= maxBatch), writing their K/V rows, and
    * returns the last position's logits. Throws TenonError before anything ran for bad input; a failure
@@ -232,7 +267,13 @@ export class LlamaForward {
       if (!Number.isSafeInteger(t) || t < 0 || t >= this.config.vocabSize) throw new TenonError('EINVAL', `token ${t} is outside the vocabulary`, { op, reason: 'bad-token' });
     }
     const allRows = options.allRows === true;
-    const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, group);
+    const layers = options.layers === true;
+    if (layers && this.#hidden === undefined) {
+      const provider = this.runtime.provider as HostProvider | WebGPUProvider;
+      const r = group.insert(await zeros(provider, 'f32', [this.#layers.length * this.maxBatch, this.config.dim]));
+      this.#hidden = { allocation: r.allocation, slot: r.descriptor };
+    }
+    const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, layers, group);
     {
       using m = group.viewMut<'u32'>(ids);
       await m.write(Uint32Array.from(tokens));
@@ -253,16 +294,27 @@ export class LlamaForward {
     }
     const back = outcome.bundle.intoGroup().group;
     this.#group = back;
-    let logits: Float32Array;
-    let next: Uint32Array;
+    let logits: Float32Array = NO_LOGITS;
+    let next: Uint32Array = new Uint32Array(0);
+    let hidden: Float32Array | undefined;
     {
-      using lv = back.view<'f32'>(logitsSlot);
-      logits = await lv.toArray();
-      using nv = back.view<'u32'>(nextSlot);
-      next = await nv.toArray();
+      if (options.logits !== false) {
+        using lv = back.view<'f32'>(logitsSlot);
+        logits = await lv.toArray();
+        using nv = back.view<'u32'>(nextSlot);
+        next = await nv.toArray();
+      }
+      if (layers) {
+        using hv = back.view<'f32'>(this.#hidden!.slot);
+        hidden = await hv.toArray();
+      }
     }
     const vocab = this.config.vocabSize;
-    return { logits: logits.subarray(logits.length - vocab), argmax: next[next.length - 1]!, argmaxRows: Array.from(next) };
+    const result = { logits: logits.subarray(Math.max(0, logits.length - vocab)), argmax: next[next.length - 1] ?? NO_ARGMAX, argmaxRows: Array.from(next), rowLogits: logits };
+    if (hidden === undefined) return result;
+    const stride = this.maxBatch * this.config.dim;
+    const rows = T * this.config.dim;
+    return { ...result, layers: this.#layers.map((_, l) => hidden.slice(l * stride, l * stride + rows)) };
   }
 
   /** Ends the forward: releases every tensor of the state (unless lost) and the compiled graphs. */
@@ -279,8 +331,8 @@ export class LlamaForward {
     return this.#group;
   }
 
-  #graphFor(T: number, allRows: boolean, group: AllocationGroup): { graph: CompiledGraph; ids: DescriptorSlot; logits: DescriptorSlot; next: DescriptorSlot } {
-    const key = `${T}${allRows ? ':rows' : ''}`;
+  #graphFor(T: number, allRows: boolean, layers: boolean, group: AllocationGroup): GraphEntry {
+    const key = `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}`;
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
@@ -351,6 +403,11 @@ export class LlamaForward {
       add(siluMul, [hb, hb2, hb3], { n: T * hidden });
       add(matmulNT, [hb3, w2, xb2], { m: T, n: dim, k: hidden });
       add(addInplace, [x, xb2], { n: T * dim });
+      if (layers) {
+        // The residual stream after layer l, copied row by row into the layer's block of the buffer.
+        const block = group.alias(this.#hidden!.allocation, 'f32', { shape: [T, dim], byteOffset: l * this.maxBatch * dim * F32_BYTES });
+        add(kvWrite, [x, declare(`hidden${l}`, block, 'f32', [T, dim])], { count: T, width: dim, maxSeq: T, pos0: 0 });
+      }
     });
     add(rmsnorm, [x, rmsFinal, xb], { rows: T, cols: dim, eps: RMSNORM_EPS });
     add(matmulNT, [last, wcls, logits], { m: outRows, n: vocab, k: dim });

@@ -1,19 +1,35 @@
 // TextSession: a llama model on tenon's runtime whose every step is a transaction (seed 003).
 //
 // State and ownership. The session owns a LlamaForward (weights, KV caches, activations in one group)
-// and the committed history: `tokens` (length = committed positions). KV rows at and past the committed
-// length are kept all-zero, so the state is exactly (tokens, KV rows 0..length-1).
-// A step (prefill or decode) runs these phases in order: checkpoint (note the committed length), execute
-// (submit the graph(s) and wait for proven completion), observe (observers see and may replace the final
-// logits), publish (agree on the new length through the phase-agreement seam), complete (make it the
-// committed state and record the outcome). Each step gets the next epoch. A failure in any phase zeroes
-// the rows the step wrote and leaves tokens, length and KV bytes bit-identical to before; the error says
-// which phase failed. If the outcome cannot be known (the device was lost mid-step) the session records
-// `indeterminate` and fences every further step (ENODEV) until reset() proves a clean state again.
-// Prediction lanes write rows past the committed length only; exchange commits a prefix of them, abandon
-// zeroes them. Thread: the runtime's.
+// and the committed history: `tokens` (length = committed positions), the last epoch and the last
+// outcome. KV rows at and past the committed length are kept all-zero, so the state is exactly (tokens,
+// KV rows 0..length-1, epoch, outcome).
+//
+// Transactions. Every change of the committed history runs the same phases in order: checkpoint (note
+// the committed length), execute (submit the graph(s) and wait for proven completion), observe (observers
+// see the hidden state after every layer and the logits of every row that commits, and may replace the
+// logits), publish (agree on the new length through the phase-agreement seam and zero rows that will not
+// commit), complete (install the new history and record the outcome). Each phase first passes the
+// agreement seam. Nothing of a step is visible through the public getters before `complete` succeeded.
+// Prefill and decode commit every token; speculative verification (prompt-lookup drafts run in one
+// batched pass) commits the next token plus the drafts the observed logits confirm; a prediction lane's
+// exchange commits its first n tokens (its rows were written by earlier lane passes). A failure in any
+// phase zeroes every row the transaction owns and leaves tokens, length, KV bytes and metadata as before,
+// with the phase named in the error.
+//
+// Checkpoints and lineage. Each state the session passes through gets a fresh mark. checkpoint() records
+// the current mark on the lineage: the checkpoints whose states the committed history still extends.
+// rollback(cp) restores tokens, KV rows, epoch and last outcome of a checkpoint on the lineage; a rollback
+// or truncation cuts the checkpoints past it off the lineage, and reset or importState start a new one, so
+// a checkpoint whose history was replaced is refused (ESTALE), never "restored".
+//
+// Fences. A restoration of cache rows (rollback, reset, importState, the undo of a failed step or lane
+// pass, a lane abandon) that fails part-way fences the session: every later call but reset() fails with
+// EIO 'fenced' until a reset rewrites every row. A step whose outcome cannot be known is `indeterminate`
+// and fences too; when the device was lost with the state, nothing (not even reset) runs again (ENODEV).
+// Thread: the runtime's.
 import { TenonError, isTenonError } from '../errors.js';
-import { readBlob, writeBlob } from '../dataplane/index.js';
+import { readBlob, sha256Hex, writeBlob } from '../dataplane/index.js';
 import type { Session as PlaneSession } from '../dataplane/index.js';
 import type { Runtime } from '../submit/index.js';
 import { modelIdentity } from '../model/index.js';
@@ -54,17 +70,25 @@ export class StepError extends TenonError {
 
 export interface ObserveContext {
   readonly epoch: number;
-  /** Committed length before this step, and the tokens the step processes. */
+  /** Position of the first of `tokens` (the committed length before them). */
   readonly position: number;
+  /** The tokens whose rows are observed: a logits call sees the row of the last of them. */
   readonly tokens: readonly number[];
 }
 
-/** Optional hooks; `logits` may return replacement logits (an intervention) for the next-token choice. */
+/**
+ * Optional hooks, called in the observe phase of every transaction (before anything is published).
+ * `layer` sees the hidden state after each layer for the rows of `context.tokens` ([tokens, dim], row
+ * after row); it only looks. `logits` sees the logits after each committed token (a prefill or decode
+ * step: after its last token; a speculative pass or lane exchange: after each of its committed tokens, in
+ * order) and may return replacement logits (an intervention) that choose the next token.
+ */
 export interface SessionObserver {
+  layer?(layer: number, hidden: Float32Array, context: ObserveContext): void;
   logits?(logits: Float32Array, context: ObserveContext): Float32Array | void;
 }
 
-/** Multi-rank agreement seam: every phase boundary of every step asks it. A single rank agrees with itself. */
+/** Multi-rank agreement seam: every phase boundary of every transaction asks it. A single rank agrees with itself. */
 export interface PhaseAgreement {
   agree(epoch: number, phase: StepPhase): boolean | Promise<boolean>;
 }
@@ -75,16 +99,20 @@ export interface StepReport {
   readonly epoch: number;
   /** Committed length after the step. */
   readonly length: number;
+  /** The tokens this step committed. */
   readonly tokens: readonly number[];
-  /** Final logits of the step (after any observer intervention). */
+  /** Logits after the last committed token (after any observer intervention). */
   readonly logits: Float32Array;
   /** Greedy choice from `logits`. */
   readonly argmax: number;
 }
 
+/** A committed state to return to: only checkpoint() makes them (a hand-made object is refused). */
 export interface Checkpoint {
   readonly length: number;
+  /** The last epoch opened when it was taken; the next step after a rollback opens epoch + 1. */
   readonly epoch: number;
+  readonly lastOutcome: StepOutcome | undefined;
 }
 
 export interface SessionReport {
@@ -92,6 +120,7 @@ export interface SessionReport {
   readonly residency: 'device' | 'host';
   readonly weightBytes: number;
   readonly stateBytes: number;
+  /** Activation buffers, plus the layer-observation buffer once a layer observer needed it. */
   readonly activationBytes: number;
   readonly length: number;
   readonly maxSeq: number;
@@ -124,11 +153,17 @@ export interface TextSessionOptions extends LlamaForwardOptions {
   readonly agreement?: PhaseAgreement;
 }
 
-/** Named fault seam: makes the next step fail at the chosen phase through the production rollback path. */
+/** Named fault seams: each drives the production failure path of the session. */
 export interface SessionFaults {
+  /** Makes the next transaction fail at the start of the chosen phase. */
   failNextStepAt(phase: StepPhase): void;
-  /** Makes the next prompt-cache save fail right after its blob was published (exercises the rollback). */
-  failNextCacheSaveAfterPublish(): void;
+  /**
+   * Makes the next rewrite of cache rows (rollback, reset, importState, the undo of a failed step or lane
+   * pass, a lane abandon or exchange) fail after it rewrote `buffers` of the K/V cache buffers.
+   */
+  failNextRestoreAfter(buffers: number): void;
+  /** Makes the next prompt-cache save write its blob with one byte flipped after the digest was declared. */
+  corruptNextCacheSave(): void;
 }
 
 export interface SavePromptCacheOptions {
@@ -141,19 +176,86 @@ export interface LoadPromptCacheOptions {
   readonly prompt?: readonly number[];
 }
 
-const DEFAULT_MAX_TOKENS = 64;
-const BOS = 1;
+/** A prediction lane: positions past the committed length, run without committing them (see Lane). */
+export interface PredictionLane {
+  readonly closed: boolean;
+  /** Tokens run in this lane so far (not committed). */
+  readonly tokens: readonly number[];
+  /** Runs `tokens` after the lane's previous ones; returns per-row argmax and logits. */
+  run(tokens: readonly number[]): Promise<StepResult>;
+  /** Commits the first `n` lane tokens through one transaction and zeroes the rest; closes the lane. */
+  exchange(n: number): Promise<void>;
+  /** Zeroes every lane row and closes the lane; the canonical state is untouched. */
+  abandon(): Promise<void>;
+}
 
-/** Publishes `bytes` as the next revision of the blob at `path` (staged invisibly, then one atomic commit). */
-async function publish(store: PlaneSession, path: string, bytes: Uint8Array): Promise<void> {
-  const writer = await writeBlob(store, path, bytes.byteLength);
-  try {
-    await writer.write(bytes);
-    await writer.seal();
-  } catch (err) {
-    await writer.abort().catch(() => undefined);
-    throw err;
+const DEFAULT_MAX_TOKENS = 64;
+const DEFAULT_LOOKAHEAD = 4;
+const DEFAULT_NGRAM = 2;
+const BOS = 1;
+/** The bit the cache-corruption seam flips. */
+const CORRUPT_BIT = 0x01;
+
+/** What a transaction's execute phase leaves for the observe phase. */
+interface Executed {
+  /** Logits of the last row and its provider-side argmax ('all' commits). */
+  readonly logits: Float32Array;
+  readonly argmax: number;
+  /** Logits and argmax of every row the transaction owns (row-wise commits). */
+  readonly rowLogits: Float32Array;
+  readonly argmaxRows: readonly number[];
+  /** Hidden state after each layer for the rows of `layerTokens` (only when a layer hook exists). */
+  readonly layers: readonly Float32Array[] | undefined;
+  readonly layerTokens: readonly number[];
+}
+
+/** How the observe phase decides how many of the transaction's tokens commit. */
+type CommitRule =
+  | { readonly kind: 'all' }
+  /** Row by row: the next token commits while the observed choice after the previous row equals it. */
+  | { readonly kind: 'verified' }
+  | { readonly kind: 'prefix'; readonly count: number };
+
+interface TransactionPlan {
+  /** Rows past the committed length this transaction owns (zeroed on failure, the uncommitted ones on success). */
+  readonly rows: number;
+  readonly commit: CommitRule;
+  execute(start: number): Promise<Executed>;
+}
+
+/** What a lane needs from its session: module-private, so nothing outside can commit or zero rows. */
+interface LaneHost {
+  readonly forward: LlamaForward;
+  readonly vocab: number;
+  committedLength(): number;
+  wantsLayers(): boolean;
+  /** Runs lane work under the session's exclusion (refused while fenced or busy). */
+  exclusive<T>(op: string, work: () => Promise<T>): Promise<T>;
+  /** Zeroes rows from..to-1; a failure part-way fences the session and is thrown. */
+  discard(op: string, from: number, to: number): Promise<void>;
+  /** Runs the exchange transaction over rows the lane wrote. */
+  commit(tokens: readonly number[], count: number, executed: Executed): Promise<void>;
+  usable(op: string): void;
+  close(lane: Lane): void;
+}
+
+/** Checkpoints made by checkpoint(), with the session and lineage mark they belong to. */
+const CHECKPOINTS = new WeakMap<Checkpoint, { readonly owner: TextSession; readonly mark: number }>();
+
+function concatRows(parts: readonly Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
   }
+  return out;
+}
+
+/** Per-layer rows of several passes, joined layer by layer. */
+function concatLayers(passes: readonly (readonly Float32Array[])[]): Float32Array[] {
+  return passes[0]!.map((_, l) => concatRows(passes.map((p) => p[l]!)));
 }
 
 export class TextSession {
@@ -166,13 +268,20 @@ export class TextSession {
   #tokens: number[] = [];
   #epoch = 0;
   #lastOutcome: StepOutcome | undefined;
+  /** Why the session is fenced (a restoration stopped part-way, or a step's outcome is unknown). */
   #fenced: TenonError | undefined;
   #busy = false;
-  #lane: PredictionLane | undefined;
+  #lane: Lane | undefined;
+  /** Mark of the current state, and the last mark handed out. */
+  #mark = 0;
+  #marks = 0;
+  /** Checkpointed states the committed history extends, oldest first (marks increase). */
+  #lineage: { readonly mark: number; readonly length: number }[] = [];
   #failAt: StepPhase | undefined;
+  #failRestoreAfter: number | undefined;
+  #corruptCacheSave = false;
   readonly #speculation = { passes: 0, drafted: 0, accepted: 0 };
   #identity: Promise<ModelIdentity> | undefined;
-  #failCacheAfterPublish = false;
 
   private constructor(forward: LlamaForward, options: TextSessionOptions) {
     this.#forward = forward;
@@ -185,8 +294,12 @@ export class TextSession {
         if (!STEP_PHASES.includes(phase)) throw new TenonError('EINVAL', `unknown phase ${String(phase)}`, { op: 'session.faults', reason: 'bad-phase' });
         this.#failAt = phase;
       },
-      failNextCacheSaveAfterPublish: () => {
-        this.#failCacheAfterPublish = true;
+      failNextRestoreAfter: (buffers: number) => {
+        if (!Number.isSafeInteger(buffers) || buffers < 0) throw new TenonError('EINVAL', 'buffers must be a non-negative integer', { op: 'session.faults', reason: 'bad-count' });
+        this.#failRestoreAfter = buffers;
+      },
+      corruptNextCacheSave: () => {
+        this.#corruptCacheSave = true;
       },
     });
   }
@@ -231,36 +344,55 @@ export class TextSession {
     return this.#step([token], 'session.decode');
   }
 
+  /** Captures the committed state (length, epoch, last outcome; the KV rows are kept by the append-only cache). */
   checkpoint(): Checkpoint {
     this.#usable('session.checkpoint');
-    return Object.freeze({ length: this.length, epoch: this.#epoch });
+    const top = this.#lineage[this.#lineage.length - 1];
+    if (top?.mark !== this.#mark) this.#lineage.push({ mark: this.#mark, length: this.length });
+    const cp: Checkpoint = Object.freeze({ length: this.length, epoch: this.#epoch, lastOutcome: this.#lastOutcome });
+    CHECKPOINTS.set(cp, { owner: this, mark: this.#mark });
+    return cp;
   }
 
-  /** Truncates the committed history back to `cp` (rows past it are zeroed). */
+  /**
+   * Restores tokens, KV rows, epoch and last outcome of `cp`. Refused with EINVAL for anything checkpoint()
+   * of this session did not return, and with ESTALE when the committed history no longer extends the
+   * checkpoint's (a later rollback past it, a truncation below it, a reset or a load replaced it).
+   */
   async rollback(cp: Checkpoint): Promise<void> {
     const op = 'session.rollback';
-    this.#usable(op);
-    if (cp === null || typeof cp !== 'object' || !Number.isSafeInteger(cp.length) || cp.length < 0 || cp.length > this.length) {
-      throw new TenonError('EINVAL', 'checkpoint does not lie within the committed history', { op, reason: 'bad-checkpoint' });
-    }
     await this.#exclusive(op, async () => {
-      await this.#zeroRows(cp.length, this.length);
+      const entry = typeof cp === 'object' && cp !== null ? CHECKPOINTS.get(cp) : undefined;
+      if (entry === undefined || entry.owner !== this) throw new TenonError('EINVAL', 'not a checkpoint of this session', { op, reason: 'bad-checkpoint' });
+      const at = this.#lineage.findIndex((e) => e.mark === entry.mark);
+      if (at < 0) {
+        throw new TenonError('ESTALE', 'the checkpoint\'s history is no longer the committed one', { op, reason: 'stale-checkpoint', ids: { length: cp.length, epoch: cp.epoch } });
+      }
+      await this.#rewrite(op, () => this.#zeroRows(cp.length, this.length));
       this.#tokens.length = cp.length;
+      this.#epoch = cp.epoch;
+      this.#lastOutcome = cp.lastOutcome;
+      this.#lineage.length = at + 1;
+      this.#mark = entry.mark;
     });
   }
 
-  /** Empties the history. After an indeterminate step this is the way back (if the state still exists). */
+  /**
+   * Empties the history and zeroes every cache row; every earlier checkpoint becomes stale. This is the
+   * way back after a fence (if the state still exists); a reset that fails part-way leaves the fence up.
+   */
   async reset(): Promise<void> {
     const op = 'session.reset';
     if (this.#forward.lost) throw new TenonError('ENODEV', 'the model state was lost with its device; create a new session', { op, reason: 'state-lost' });
     if (this.#busy) throw new TenonError('EBUSY', 'a step is running', { op, reason: 'step-running' });
-    this.#lane?.abandonSync();
+    this.#lane?.closeForReset();
     this.#busy = true;
     try {
-      await this.#zeroRows(0, this.maxSeq);
+      await this.#rewrite(op, () => this.#zeroRows(0, this.maxSeq));
       this.#tokens = [];
       this.#fenced = undefined;
       this.#lastOutcome = undefined;
+      this.#newLineage();
     } finally {
       this.#busy = false;
     }
@@ -274,10 +406,10 @@ export class TextSession {
 
   /**
    * Saves the committed state of the first `length` positions as one blob at `path` of a data plane.
-   * Transactional: the new blob is staged and checked while invisible, then published (the plane's atomic
-   * commit point) and read back; if anything fails after publication, the previous revision's bytes are
-   * published again, so readers see the old cache (as a new revision with identical content). The
-   * session itself is never changed by a save.
+   * The blob's SHA-256 is declared when the staging is opened; the data plane publishes the staged bytes
+   * only if they hash to it, and that publication is the single commit point: before it readers see the
+   * previous revision, after it the verified new one; nothing runs after it that could need undoing. Any
+   * failure publishes nothing. The session itself is never changed by a save.
    */
   async savePromptCache(store: PlaneSession, path: string, options: SavePromptCacheOptions = {}): Promise<PromptCacheManifest> {
     const op = 'session.savePromptCache';
@@ -298,23 +430,19 @@ export class TextSession {
       lastOutcome: this.#lastOutcome ?? null,
     };
     const bytes = await encodePromptCache(manifest, await this.exportState(length));
-    // Prepare: keep the previous revision's bytes so a failure after publication can restore them.
-    const previous = await readBlob(store, path).catch((err: unknown) => {
-      if (isTenonError(err, 'ENOENT')) return undefined;
-      throw err;
-    });
-    await publish(store, path, bytes);
+    const digest = await sha256Hex(bytes);
+    const writer = await writeBlob(store, path, bytes.byteLength, { digest });
     try {
-      if (this.#failCacheAfterPublish) {
-        this.#failCacheAfterPublish = false;
-        throw new TenonError('EIO', 'injected failure after publication', { op, reason: 'injected' });
+      let staged = bytes;
+      if (this.#corruptCacheSave) {
+        this.#corruptCacheSave = false;
+        staged = bytes.slice();
+        staged[staged.byteLength >> 1]! ^= CORRUPT_BIT;
       }
-      const back = await readBlob(store, path);
-      if (back.byteLength !== bytes.byteLength || !back.every((b, i) => b === bytes[i])) {
-        throw new TenonError('EIO', 'published cache does not read back identically', { op, reason: 'verify-failed' });
-      }
+      await writer.write(staged);
+      await writer.seal();
     } catch (err) {
-      if (previous !== undefined) await publish(store, path, previous);
+      if (writer.descriptor.info().state === 'open') await writer.abort();
       throw err;
     }
     return manifest;
@@ -323,8 +451,9 @@ export class TextSession {
   /**
    * Loads a prompt cache saved by this model and tokenizer: validates digest, manifest, identity, layout,
    * sizes and (with `prompt`) that its prefix starts the prompt, all before touching the session. On
-   * success the session's history is the cache's prefix, its epoch continues after the cache's, and its
-   * last outcome is the cache's. Any refusal leaves the session exactly as it was.
+   * success the session's history is the cache's prefix, its epoch continues after the cache's, its last
+   * outcome is the cache's, and earlier checkpoints are stale. Any refusal leaves the session exactly as
+   * it was; a failure while the rows are being written fences it.
    */
   async loadPromptCache(store: PlaneSession, path: string, options: LoadPromptCacheOptions = {}): Promise<PromptCacheManifest> {
     const op = 'session.loadPromptCache';
@@ -344,9 +473,7 @@ export class TextSession {
     if (prompt !== undefined && (manifest.tokens.length > prompt.length || manifest.tokens.some((t, i) => prompt[i] !== t))) {
       throw new TenonError('EINVAL', 'the cache prefix does not start this prompt', { op, reason: 'prefix-mismatch' });
     }
-    await this.importState(manifest.tokens, kv);
-    this.#epoch = Math.max(this.#epoch, manifest.epoch);
-    this.#lastOutcome = manifest.lastOutcome ?? undefined;
+    await this.#import(op, manifest.tokens, kv, { epoch: Math.max(this.#epoch, manifest.epoch), lastOutcome: manifest.lastOutcome ?? undefined });
     return manifest;
   }
 
@@ -362,7 +489,7 @@ export class TextSession {
     const weights = (c.vocabSize * c.dim + c.nLayers * layerWeights + c.dim + (this.#model.sharedClassifier ? 0 : c.vocabSize * c.dim)) * f32;
     const state = 2 * c.nLayers * this.maxSeq * c.kvDim * f32;
     const b = this.#forward.maxBatch;
-    const activations = (b * (6 * c.dim + 2 * c.kvDim + 3 * c.hiddenDim) + b + (b + 1) * c.vocabSize + b + 1) * f32;
+    const activations = (b * (6 * c.dim + 2 * c.kvDim + 3 * c.hiddenDim) + b + (b + 1) * c.vocabSize + b + 1) * f32 + this.#forward.observationBytes;
     const provider = this.#forward.runtime.provider;
     return {
       provider: provider.id,
@@ -402,33 +529,12 @@ export class TextSession {
     return out;
   }
 
-  /** Replaces the whole state with `tokens` and their K/V rows (validated by the caller). */
+  /**
+   * Replaces the whole state with `tokens` and their K/V rows (layout of exportState). Bad input changes
+   * nothing; a failure while the rows are written fences the session. Earlier checkpoints become stale.
+   */
   async importState(tokens: readonly number[], kv: Float32Array): Promise<void> {
-    const op = 'session.importState';
-    this.#usable(op);
-    const width = this.#model.config.kvDim;
-    const length = tokens.length;
-    if (length > this.maxSeq || kv.length !== 2 * this.#forward.layers * length * width) {
-      throw new TenonError('EINVAL', 'state does not fit this session', { op, reason: 'state-mismatch' });
-    }
-    await this.#exclusive(op, async () => {
-      const group = this.#forward.group;
-      let at = 0;
-      for (let l = 0; l < this.#forward.layers; l++) {
-        const slots = this.#forward.cacheSlots(l);
-        for (const slot of [slots.k, slots.v]) {
-          using m = group.viewMut<'f32'>(slot);
-          // Every byte is overwritten (the rows, then zeros), so nothing needs to be downloaded first.
-          using p = await m.prepareHostMut({ discard: true });
-          if (p.kind !== 'contiguous') throw new TenonError('EIO', 'cache is not contiguous', { op });
-          const rows = p.asArray();
-          rows.fill(0);
-          rows.set(kv.subarray(at, at + length * width), 0);
-          at += length * width;
-        }
-      }
-      this.#tokens = [...tokens];
-    });
+    await this.#import('session.importState', tokens, kv, undefined);
   }
 
   /**
@@ -450,7 +556,7 @@ export class TextSession {
     // Longest-prefix reuse: keep the committed prefix shared with the prompt, prefill the rest.
     let shared = 0;
     while (shared < this.length && shared < ids.length - 1 && this.#tokens[shared] === ids[shared]) shared++;
-    if (shared < this.length) await this.rollback({ length: shared, epoch: this.#epoch });
+    if (shared < this.length) await this.#truncate(op, shared);
     let report = await this.prefill(ids.slice(shared));
     const text = this.tokenizer.textStream({ prev: ids[ids.length - 1]! });
     let produced = 0;
@@ -460,19 +566,18 @@ export class TextSession {
       if (stop.has(next)) return;
       if (speculative !== undefined) {
         // Drafts never include a stop token, so an accepted draft is always a token greedy would emit.
-        const budget = maxTokens - produced - 1;
-        const drafts = this.#draft(next, speculative.ngram ?? 2, Math.min(speculative.lookahead ?? 4, budget));
+        const budget = Math.min(maxTokens - produced - 1, this.#forward.maxBatch - 1);
+        const drafts = this.#draft(next, speculative.ngram ?? DEFAULT_NGRAM, Math.min(speculative.lookahead ?? DEFAULT_LOOKAHEAD, budget));
         const firstStop = drafts.findIndex((t) => stop.has(t));
         if (firstStop >= 0) drafts.length = firstStop;
         if (drafts.length > 0) {
-          const { accepted, following } = await this.#verify(next, drafts);
-          const emitted = [next, ...accepted];
-          const base = this.length - emitted.length;
-          for (let i = 0; i < emitted.length; i++) {
+          const verified = await this.#verify(next, drafts);
+          const base = verified.length - verified.tokens.length;
+          for (let i = 0; i < verified.tokens.length; i++) {
             produced++;
-            yield { token: emitted[i]!, text: text.push(emitted[i]!), position: base + i };
+            yield { token: verified.tokens[i]!, text: text.push(verified.tokens[i]!), position: base + i };
           }
-          next = following;
+          next = verified.argmax;
           continue;
         }
       }
@@ -488,31 +593,35 @@ export class TextSession {
     const op = 'session.forkLane';
     this.#usable(op);
     if (this.#lane !== undefined) throw new TenonError('EBUSY', 'a lane is open', { op, reason: 'lane-open' });
-    this.#lane = new PredictionLane(this, this.#forward, (lane) => {
-      if (this.#lane === lane) this.#lane = undefined;
-    });
+    const host: LaneHost = {
+      forward: this.#forward,
+      vocab: this.#model.config.vocabSize,
+      committedLength: () => this.length,
+      wantsLayers: () => this.#observer?.layer !== undefined,
+      exclusive: async (laneOp, work) => {
+        this.#usable(laneOp);
+        this.#busy = true;
+        try {
+          return await work();
+        } finally {
+          this.#busy = false;
+        }
+      },
+      discard: (laneOp, from, to) => this.#rewrite(laneOp, () => this.#zeroRows(from, to)),
+      commit: async (tokens, count, executed) => {
+        await this.#transact('lane.exchange', tokens, { rows: tokens.length, commit: { kind: 'prefix', count }, execute: async () => executed });
+      },
+      usable: (laneOp) => this.#usable(laneOp),
+      close: (lane) => {
+        if (this.#lane === lane) this.#lane = undefined;
+      },
+    };
+    this.#lane = new Lane(host);
     return this.#lane;
   }
 
   dispose(): void {
     this.#forward.dispose();
-  }
-
-  /** Kernel of the lane API. @internal */
-  async zeroRowsForLane(from: number, to: number): Promise<void> {
-    await this.#zeroRows(from, to);
-  }
-
-  /** Kernel of the lane API: commits tokens whose rows a lane already wrote. @internal */
-  commitFromLane(tokens: readonly number[]): void {
-    this.#epoch++;
-    this.#tokens.push(...tokens);
-    this.#lastOutcome = 'committed';
-  }
-
-  /** @internal */
-  get committedTokens(): readonly number[] {
-    return this.#tokens;
   }
 
   /** Prompt-lookup drafts: the tokens that followed the latest earlier occurrence of the last n-gram. */
@@ -532,27 +641,30 @@ export class TextSession {
     return [];
   }
 
-  /** Verifies drafts in one batched lane pass; commits `next` plus the accepted drafts. */
-  async #verify(next: number, drafts: readonly number[]): Promise<{ accepted: number[]; following: number }> {
-    const lane = this.forkLane();
-    try {
-      const result = await lane.run([next, ...drafts]);
-      let a = 0;
-      while (a < drafts.length && result.argmaxRows[a] === drafts[a]) a++;
-      await lane.exchange(a + 1);
-      this.#speculation.passes++;
-      this.#speculation.drafted += drafts.length;
-      this.#speculation.accepted += a;
-      return { accepted: drafts.slice(0, a), following: result.argmaxRows[a]! };
-    } catch (err) {
-      if (!lane.closed) await lane.abandon().catch(() => undefined);
-      throw err;
-    }
+  /**
+   * Verifies drafts in one batched transaction: `next` and the drafts run together; the observe phase
+   * commits `next` plus each draft the observed choice after its predecessor confirms; the rest is zeroed.
+   */
+  async #verify(next: number, drafts: readonly number[]): Promise<StepReport> {
+    const tokens = [next, ...drafts];
+    const layers = this.#observer?.layer !== undefined;
+    const report = await this.#transact('session.speculate', tokens, {
+      rows: tokens.length,
+      commit: { kind: 'verified' },
+      execute: async (start) => {
+        const r = await this.#forward.run(tokens, start, { allRows: true, layers });
+        return { ...r, layers: r.layers, layerTokens: tokens };
+      },
+    });
+    this.#speculation.passes++;
+    this.#speculation.drafted += drafts.length;
+    this.#speculation.accepted += report.tokens.length - 1;
+    return report;
   }
 
   #usable(op: string): void {
     if (this.#forward.lost) throw new TenonError('ENODEV', 'the model state was lost with its device', { op, reason: 'state-lost' });
-    if (this.#fenced !== undefined) throw new TenonError('ENODEV', 'the last step is indeterminate; reset() first', { op, reason: 'fenced' });
+    if (this.#fenced !== undefined) throw new TenonError('EIO', 'an earlier failure left the state unknown; reset() first', { op, reason: 'fenced', cause: this.#fenced });
     if (this.#busy) throw new TenonError('EBUSY', 'a step is running', { op, reason: 'step-running' });
   }
 
@@ -567,6 +679,98 @@ export class TextSession {
     }
   }
 
+  /** A new state: a fresh mark (checkpoints on the lineage stay valid: the history extends them). */
+  #advance(): void {
+    this.#mark = ++this.#marks;
+  }
+
+  /** A replaced history: every earlier checkpoint is stale. */
+  #newLineage(): void {
+    this.#lineage = [];
+    this.#advance();
+  }
+
+  /** Installs a committed transaction: the only place a step's result becomes visible. */
+  #publish(committed: number[]): void {
+    this.#tokens = committed;
+    this.#lastOutcome = 'committed';
+    this.#advance();
+  }
+
+  /**
+   * Runs a rewrite of cache rows; if it fails the rows may be half rewritten, so the session is fenced
+   * (later calls fail EIO 'fenced' until reset() succeeds) and the failure is thrown.
+   */
+  async #rewrite(op: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      const cause = isTenonError(err) ? err : new TenonError('EIO', String(err), { op, reason: 'restore-failed', cause: err });
+      this.#fenced = cause;
+      this.#lastOutcome = 'indeterminate';
+      throw cause;
+    }
+  }
+
+  /** The restore-fault seam: counts cache buffers rewritten and fails the chosen one. */
+  #beforeBufferRewrite(op: string): void {
+    if (this.#failRestoreAfter === undefined) return;
+    if (this.#failRestoreAfter === 0) {
+      this.#failRestoreAfter = undefined;
+      throw new TenonError('EIO', 'injected failure part-way through a restore', { op, reason: 'injected' });
+    }
+    this.#failRestoreAfter--;
+  }
+
+  /** Cuts the history back to `length` (prompt-prefix reuse); checkpoints past it become stale. */
+  async #truncate(op: string, length: number): Promise<void> {
+    await this.#exclusive(op, async () => {
+      await this.#rewrite(op, () => this.#zeroRows(length, this.length));
+      this.#tokens.length = length;
+      this.#lineage = this.#lineage.filter((e) => e.length <= length);
+      this.#advance();
+    });
+  }
+
+  async #import(op: string, tokens: readonly number[], kv: Float32Array, meta: { epoch: number; lastOutcome: StepOutcome | undefined } | undefined): Promise<void> {
+    this.#usable(op);
+    const width = this.#model.config.kvDim;
+    const length = tokens.length;
+    if (!Array.isArray(tokens) || !(kv instanceof Float32Array) || length > this.maxSeq || kv.length !== 2 * this.#forward.layers * length * width) {
+      throw new TenonError('EINVAL', 'state does not fit this session', { op, reason: 'state-mismatch' });
+    }
+    const vocab = this.#model.config.vocabSize;
+    for (const t of tokens) {
+      if (!Number.isSafeInteger(t) || t < 0 || t >= vocab) throw new TenonError('EINVAL', `token ${String(t)} is outside the vocabulary`, { op, reason: 'bad-token' });
+    }
+    await this.#exclusive(op, async () => {
+      await this.#rewrite(op, async () => {
+        const group = this.#forward.group;
+        let at = 0;
+        for (let l = 0; l < this.#forward.layers; l++) {
+          const slots = this.#forward.cacheSlots(l);
+          for (const slot of [slots.k, slots.v]) {
+            this.#beforeBufferRewrite(op);
+            using m = group.viewMut<'f32'>(slot);
+            // Every byte is overwritten (the rows, then zeros), so nothing needs to be downloaded first.
+            using p = await m.prepareHostMut({ discard: true });
+            if (p.kind !== 'contiguous') throw new TenonError('EIO', 'cache is not contiguous', { op });
+            const rows = p.asArray();
+            rows.fill(0);
+            rows.set(kv.subarray(at, at + length * width), 0);
+            at += length * width;
+          }
+        }
+      });
+      this.#tokens = [...tokens];
+      if (meta !== undefined) {
+        this.#epoch = meta.epoch;
+        this.#lastOutcome = meta.lastOutcome;
+      }
+      this.#newLineage();
+    });
+  }
+
   async #step(tokens: readonly number[], op: string): Promise<StepReport> {
     if (!Array.isArray(tokens) || tokens.length === 0) throw new TenonError('EINVAL', 'a step needs at least one token', { op, reason: 'empty-step' });
     const vocab = this.#model.config.vocabSize;
@@ -576,6 +780,26 @@ export class TextSession {
     if (this.length + tokens.length > this.maxSeq) {
       throw new TenonError('ENOSPC', `the context holds ${this.maxSeq} positions`, { op, reason: 'context-full' });
     }
+    const layers = this.#observer?.layer !== undefined;
+    return this.#transact(op, tokens, {
+      rows: tokens.length,
+      commit: { kind: 'all' },
+      execute: async (start) => {
+        let result: StepResult | undefined;
+        const passes: (readonly Float32Array[])[] = [];
+        const batch = this.#forward.maxBatch;
+        for (let at = 0; at < tokens.length; at += batch) {
+          // Only the last chunk's logits are used: earlier chunks read nothing back.
+          result = await this.#forward.run(tokens.slice(at, at + batch), start + at, { layers, logits: at + batch >= tokens.length });
+          if (result.layers !== undefined) passes.push(result.layers);
+        }
+        return { ...result!, layers: layers ? concatLayers(passes) : undefined, layerTokens: tokens };
+      },
+    });
+  }
+
+  /** The transaction every change of the committed history goes through (see the module comment). */
+  async #transact(op: string, tokens: readonly number[], plan: TransactionPlan): Promise<StepReport> {
     return this.#exclusive(op, async () => {
       const epoch = ++this.#epoch;
       const start = this.length;
@@ -591,18 +815,15 @@ export class TextSession {
       try {
         await gate('checkpoint');
         await gate('execute');
-        let result: StepResult | undefined;
-        const batch = this.#forward.maxBatch;
-        for (let at = 0; at < tokens.length; at += batch) result = await this.#forward.run(tokens.slice(at, at + batch), start + at);
+        const executed = await plan.execute(start);
         await gate('observe');
-        const replaced = this.#observer?.logits?.(result!.logits, { epoch, position: start, tokens });
-        const logits = replaced instanceof Float32Array ? replaced : result!.logits;
+        const observed = this.#observe(epoch, start, tokens, executed, plan.commit);
         await gate('publish');
-        const committed = [...this.#tokens, ...tokens];
+        if (observed.count < plan.rows) await this.#zeroRows(start + observed.count, start + plan.rows);
+        const committed = [...this.#tokens, ...tokens.slice(0, observed.count)];
         await gate('complete');
-        this.#tokens = committed;
-        this.#lastOutcome = 'committed';
-        return { epoch, length: committed.length, tokens: [...tokens], logits, argmax: replaced instanceof Float32Array ? argmaxOf(logits) : result!.argmax };
+        this.#publish(committed);
+        return { epoch, length: committed.length, tokens: tokens.slice(0, observed.count), logits: observed.logits, argmax: observed.argmax };
       } catch (err) {
         if (this.#forward.lost) {
           this.#lastOutcome = 'indeterminate';
@@ -610,16 +831,41 @@ export class TextSession {
           throw new StepError(err, phase, epoch, 'indeterminate');
         }
         try {
-          await this.#zeroRows(start, start + tokens.length);
-        } catch (rollbackError) {
-          this.#lastOutcome = 'indeterminate';
-          this.#fenced = isTenonError(rollbackError) ? rollbackError : new TenonError('EIO', String(rollbackError), { op });
+          await this.#rewrite(op, () => this.#zeroRows(start, start + plan.rows));
+        } catch {
           throw new StepError(err, phase, epoch, 'indeterminate');
         }
         this.#lastOutcome = 'aborted';
+        this.#advance();
         throw new StepError(err, phase, epoch, 'aborted');
       }
     });
+  }
+
+  /**
+   * The observe phase: layer hooks, then logits hooks, and the decision how many tokens commit. Row-wise
+   * rules look at row i's logits (possibly replaced) to decide whether token i+1 commits.
+   */
+  #observe(epoch: number, start: number, tokens: readonly number[], executed: Executed, rule: CommitRule): { count: number; logits: Float32Array; argmax: number } {
+    const observer = this.#observer;
+    if (observer?.layer !== undefined && executed.layers !== undefined) {
+      const context = { epoch, position: start, tokens: executed.layerTokens };
+      executed.layers.forEach((hidden, l) => observer.layer!(l, hidden, context));
+    }
+    if (rule.kind === 'all') {
+      const replaced = observer?.logits?.(executed.logits, { epoch, position: start, tokens });
+      if (replaced instanceof Float32Array) return { count: tokens.length, logits: replaced, argmax: argmaxOf(replaced) };
+      return { count: tokens.length, logits: executed.logits, argmax: executed.argmax };
+    }
+    const vocab = this.#model.config.vocabSize;
+    for (let i = 0; ; i++) {
+      const row = executed.rowLogits.subarray(i * vocab, (i + 1) * vocab);
+      const replaced = observer?.logits?.(row, { epoch, position: start + i, tokens: [tokens[i]!] });
+      const logits = replaced instanceof Float32Array ? replaced : row;
+      const choice = replaced instanceof Float32Array ? argmaxOf(replaced) : executed.argmaxRows[i]!;
+      const last = rule.kind === 'prefix' ? i + 1 === rule.count : i + 1 === tokens.length || choice !== tokens[i + 1];
+      if (last) return { count: i + 1, logits, argmax: choice };
+    }
   }
 
   /** Restores the invariant that rows from..to-1 of every cache are zero (writes only those rows). */
@@ -630,6 +876,7 @@ export class TextSession {
     for (let l = 0; l < this.#forward.layers; l++) {
       const slots = this.#forward.cacheSlots(l);
       for (const slot of [slots.k, slots.v]) {
+        this.#beforeBufferRewrite('session.zeroRows');
         using m = group.viewMut<'f32'>(slot);
         await m.fillRange(0, from * width, to * width);
       }
@@ -639,69 +886,91 @@ export class TextSession {
 
 /**
  * A prediction lane: positions past the committed length, run without committing them. `exchange(n)`
- * makes the first n lane tokens part of the committed history (their rows are already written);
- * `abandon()` zeroes every lane row. A failed lane pass zeroes its rows and leaves the canonical state as
- * it was. One lane at a time; the session refuses steps while it is open.
+ * commits the first n lane tokens through the session's transaction (agreement seam and observers
+ * included; their rows are already written) and zeroes the rest; `abandon()` zeroes every lane row. A
+ * failed lane pass zeroes its rows and leaves the canonical state as it was; a failure while zeroing
+ * fences the session and is thrown. One lane at a time; the session refuses steps while it is open.
+ * Module-private: sessions make lanes, nothing else can.
  */
-export class PredictionLane {
-  readonly #session: TextSession;
-  readonly #forward: LlamaForward;
-  readonly #close: (lane: PredictionLane) => void;
+class Lane implements PredictionLane {
+  readonly #host: LaneHost;
   #tokens: number[] = [];
+  /** What each pass returned, kept for the exchange transaction's observe phase. */
+  #passes: StepResult[] = [];
   #closed = false;
 
-  constructor(session: TextSession, forward: LlamaForward, close: (lane: PredictionLane) => void) {
-    this.#session = session;
-    this.#forward = forward;
-    this.#close = close;
+  constructor(host: LaneHost) {
+    this.#host = host;
   }
 
   get closed(): boolean {
     return this.#closed;
   }
 
-  /** Tokens run in this lane so far (not committed). */
   get tokens(): readonly number[] {
     return [...this.#tokens];
   }
 
-  /** Runs `tokens` after the lane's previous ones; returns per-row argmax and last logits. */
   async run(tokens: readonly number[]): Promise<StepResult> {
     const op = 'lane.run';
     this.#open(op);
-    const start = this.#session.length + this.#tokens.length;
-    if (start + tokens.length > this.#forward.maxSeq) throw new TenonError('ENOSPC', 'the lane runs past the context', { op, reason: 'context-full' });
-    try {
-      const result = await this.#forward.run(tokens, start, { allRows: true });
-      this.#tokens.push(...tokens);
-      return result;
-    } catch (err) {
-      if (!this.#forward.lost) await this.#session.zeroRowsForLane(start, start + tokens.length);
-      throw err;
-    }
+    const forward = this.#host.forward;
+    return this.#host.exclusive(op, async () => {
+      const start = this.#host.committedLength() + this.#tokens.length;
+      if (start + tokens.length > forward.maxSeq) throw new TenonError('ENOSPC', 'the lane runs past the context', { op, reason: 'context-full' });
+      try {
+        const result = await forward.run(tokens, start, { allRows: true, layers: this.#host.wantsLayers() });
+        this.#tokens.push(...tokens);
+        this.#passes.push(result);
+        return result;
+      } catch (err) {
+        if (!forward.lost) await this.#host.discard(op, start, start + tokens.length);
+        throw err;
+      }
+    });
   }
 
-  /** Commits the first `n` lane tokens (0 <= n <= lane length) and zeroes the rest; closes the lane. */
   async exchange(n: number): Promise<void> {
     const op = 'lane.exchange';
     this.#open(op);
     if (!Number.isSafeInteger(n) || n < 0 || n > this.#tokens.length) throw new TenonError('EINVAL', 'n must be within the lane', { op, reason: 'bad-count' });
-    const base = this.#session.length;
-    await this.#session.zeroRowsForLane(base + n, base + this.#tokens.length);
-    this.#session.commitFromLane(this.#tokens.slice(0, n));
+    if (n === 0) {
+      await this.abandon();
+      return;
+    }
+    this.#host.usable(op);
+    const tokens = this.#tokens;
+    const passes = this.#passes;
+    const last = passes[passes.length - 1]!;
+    const vocab = this.#host.vocab;
+    const layered = passes.every((p) => p.layers !== undefined);
+    const executed: Executed = {
+      logits: last.logits,
+      argmax: last.argmax,
+      rowLogits: concatRows(passes.map((p) => p.rowLogits.subarray(0, p.argmaxRows.length * vocab))),
+      argmaxRows: passes.flatMap((p) => p.argmaxRows),
+      layers: layered ? concatLayers(passes.map((p) => p.layers!)) : undefined,
+      layerTokens: tokens,
+    };
+    // From here the exchange transaction owns every lane row: it commits n and zeroes the rest, or on
+    // failure zeroes them all.
     this.#finish();
+    await this.#host.commit(tokens, n, executed);
   }
 
-  /** Zeroes every lane row and closes the lane; the canonical state is untouched. */
   async abandon(): Promise<void> {
-    this.#open('lane.abandon');
-    const base = this.#session.length;
-    await this.#session.zeroRowsForLane(base, base + this.#tokens.length);
-    this.#finish();
+    const op = 'lane.abandon';
+    this.#open(op);
+    await this.#host.exclusive(op, async () => {
+      const base = this.#host.committedLength();
+      const rows = this.#tokens.length;
+      this.#finish();
+      await this.#host.discard(op, base, base + rows);
+    });
   }
 
-  /** @internal reset(): the rows are zeroed by the reset itself. */
-  abandonSync(): void {
+  /** reset(): the reset zeroes every row itself. */
+  closeForReset(): void {
     if (!this.#closed) this.#finish();
   }
 
@@ -712,6 +981,7 @@ export class PredictionLane {
   #finish(): void {
     this.#closed = true;
     this.#tokens = [];
-    this.#close(this);
+    this.#passes = [];
+    this.#host.close(this);
   }
 }

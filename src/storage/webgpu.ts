@@ -5,7 +5,12 @@
 //
 // Device loss (TOOLCHAIN.md): `lost` resolves, pending mapAsync rejects, and a destroyed device throws
 // nothing on use. The provider records the loss and refuses new work with ENODEV; roots stay owned by
-// their claims, and retirement decides (in src/submit) whether they may ever be freed.
+// their claims, and retirement decides (in src/submit, by a completion fence, never by this flag) whether
+// they may ever be freed. A prepared host write whose commit would land on a device known to be lost
+// fails its release with ENODEV (the bytes went nowhere), never silently.
+// The loss signal can come late (a driver reset is asynchronous): the faults seam can destroy the device
+// while keeping `lossObserved` false and `lost` pending until revealLoss(), to show that nothing which
+// needs a proof relies on the signal.
 // Out-of-memory does not throw from createBuffer: allocation wraps it in error scopes and reports ENOMEM.
 // Single-threaded: the device cannot leave the thread that requested it.
 import { TenonError } from '../errors.js';
@@ -68,6 +73,14 @@ export interface WebGPUFaults {
   loseDevice(): void;
   /** Destroys the device right after the next staging mapAsync has started (a loss during a map). */
   loseDeviceDuringNextMap(): void;
+  /**
+   * Destroys the device now but keeps the loss unreported: `lossObserved` stays false and `lost` stays
+   * pending until revealLoss() (a driver reset that becomes visible late). Work submitted meanwhile goes
+   * nowhere and pending or new maps reject, exactly as on any lost device.
+   */
+  loseDeviceSilently(): void;
+  /** Reports a silent loss: `lossObserved` turns true at once and `lost` resolves. */
+  revealLoss(): void;
 }
 
 export class WebGPUProvider extends ProviderCore {
@@ -88,6 +101,9 @@ export class WebGPUProvider extends ProviderCore {
   /** Set synchronously when our own code destroys the device, before `lost` can report it. */
   #destroyRequested = false;
   #loseDuringMap = false;
+  /** Set while a silent loss is unreported: releasing it lets `lost` resolve. */
+  #hiddenLoss: (() => void) | undefined;
+  #lossGate: Promise<void> | undefined;
 
   constructor(device: GPUDevice, adapterInfo: GPUAdapterInfo, origin?: { gpu: GPU; adapter: GPUAdapter }, caps: WebGPULimitCaps = {}) {
     super('webgpu');
@@ -107,7 +123,8 @@ export class WebGPUProvider extends ProviderCore {
       maxAllocationBytes: Math.min(limits.maxBufferSize, caps.maxBufferSize ?? Infinity),
       maxBindingBytes: Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, caps.maxStorageBufferBindingSize ?? Infinity, caps.maxBufferSize ?? Infinity),
     });
-    this.lost = device.lost.then((info) => {
+    this.lost = device.lost.then(async (info) => {
+      if (this.#lossGate !== undefined) await this.#lossGate;
       this.#loss = { reason: info.reason, message: info.message };
       return this.#loss;
     });
@@ -116,6 +133,13 @@ export class WebGPUProvider extends ProviderCore {
       loseDeviceDuringNextMap: () => {
         this.#loseDuringMap = true;
       },
+      loseDeviceSilently: () => {
+        if (this.#hiddenLoss === undefined && !this.lossObserved) {
+          this.#lossGate = new Promise<void>((release) => (this.#hiddenLoss = release));
+        }
+        this.device.destroy();
+      },
+      revealLoss: () => this.#revealLoss(),
     });
   }
 
@@ -131,9 +155,11 @@ export class WebGPUProvider extends ProviderCore {
 
   /**
    * True when the device is lost or known to be going: `lost` resolved, or our own code destroyed it.
-   * Retirement reads this after `onSubmittedWorkDone` resolves to decide whether completion is proven.
+   * New work is refused while it is true. It can turn true late, so retirement never treats false as
+   * evidence of completion (src/submit/fence.ts proves completion instead).
    */
   get lossObserved(): boolean {
+    if (this.#hiddenLoss !== undefined) return false;
     return this.#loss !== undefined || this.#destroyRequested;
   }
 
@@ -213,7 +239,12 @@ export class WebGPUProvider extends ProviderCore {
       buffer: mapped.buffer,
       byteOffset: mapped.byteOffset,
       release: (commit) => {
-        if (commit && !this.lossObserved) {
+        if (commit && this.lossObserved) {
+          // The device is gone: the bytes cannot reach it. End the mapping, then say so.
+          mapped.release(false);
+          this.assertUsable('prepared.release');
+        }
+        if (commit) {
           this.device.queue.writeBuffer(target, start, mapped.buffer as ArrayBuffer, 0, size);
           this.ledger.record({ kind: 'copy', reason: 'transfer', bytes: size, from: 'host', to: root.id });
         }
@@ -275,6 +306,15 @@ export class WebGPUProvider extends ProviderCore {
   destroy(): void {
     this.#destroyRequested = true;
     this.device.destroy();
+    this.#revealLoss();
+  }
+
+  #revealLoss(): void {
+    const release = this.#hiddenLoss;
+    if (release === undefined) return;
+    this.#hiddenLoss = undefined;
+    this.#destroyRequested = true;
+    release();
   }
 
   #uploadViaStaging(root: Root, rootOffset: number, src: Uint8Array): void {

@@ -75,4 +75,6 @@ export interface PoolWorkerApi {
   status(jobId: string): Promise<JobStatus>;
   /** Cooperative shutdown: waits for running jobs, destroys the device, then the worker may exit. */
   shutdown(): Promise<void>;
+  /** Fault seam: the worker's device is lost right after its next device submission is enqueued. */
+  loseDeviceAfterNextEnqueue(silently: boolean): Promise<void>;
 }

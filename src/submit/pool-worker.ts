@@ -2,9 +2,13 @@
 //
 // A worker runs jobs sent by its pool. Host jobs run the registered kernels directly over the job's
 // SharedArrayBuffer ranges: no copy, the page sees the results in place. WebGPU jobs run on the worker's
-// own device (one WebGPUProvider + Runtime per worker): inputs are uploaded, the graph runs with proven
-// retirement, and tensors the job writes are copied back into their shared ranges before the job reports
-// completion. A job reports only after its work retired, so the pool may treat the report as the proof.
+// own device (one WebGPUProvider + Runtime per worker): inputs are uploaded (queue writes copy the shared
+// bytes at call time, so the device never references shared memory), the graph runs with the runtime's
+// proven retirement (a checked completion fence, src/submit/fence.ts, never a timing), and tensors the job
+// writes are copied back into their shared ranges only after that proof. A job whose completion could not
+// be proven reports ENODEV (reason completion-unproven) without writing anything back; its device copies
+// stay retained forever by the worker's runtime. A job reports only after it stopped touching the shared
+// memory, so the pool may treat the report as the proof for that memory.
 // Job ids are the pool's capability ids; a worker answers `status` for ids it ran (ESTALE once reported)
 // and EBADF for anything else. Single-threaded inside the worker.
 import { TenonError, isTenonError } from '../errors.js';
@@ -173,13 +177,19 @@ export function createPoolWorker(env: PoolWorkerEnv): PoolWorkerApi {
       closing = true;
       while (running.size > 0) await new Promise((r) => setTimeout(r, 1));
       if (gpu !== undefined) {
-        await gpu.provider.device.queue.onSubmittedWorkDone();
+        // Every record of the runtime reached its outcome through the fence (never by waiting on the queue).
+        await gpu.runtime.idle();
         for (const g of gpu.graphs.values()) g.dispose();
         gpu.provider.destroy();
         await gpu.provider.lost;
         gpu = undefined;
       }
       env.exitSoon();
+    },
+
+    async loseDeviceAfterNextEnqueue(silently: boolean): Promise<void> {
+      if (gpu === undefined) throw new TenonError('ENOTSUP', 'this worker has no WebGPU device', { op: 'worker.faults', reason: 'no-device' });
+      gpu.runtime.faults.loseDeviceAt('after-enqueue', { silently });
     },
   };
 }

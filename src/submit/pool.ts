@@ -5,7 +5,10 @@
 // disjointness, params); a failure there throws SubmitRejected with the inputs untouched. Admission moves
 // the inputs group (and the freshly allocated outputs) into a pool record, then the job goes to one worker.
 // The record owns them until the worker reports: a report is sent only after the job's work retired in
-// the worker, so it proves completion (completed / retired-failed). If the worker dies first (terminated,
+// the worker, so it proves completion (completed / retired-failed). WebGPU jobs retire in the worker by the
+// same completion fence as any runtime (src/submit/fence.ts); the device only ever holds copies of the
+// shared bytes, so a device job the worker could not prove still ends this record: retired-failed with
+// cause ENODEV (reason completion-unproven), nothing written back. If the worker dies first (terminated,
 // crashed), completion cannot be proven: the record retains every root forever and the outcome is
 // completion-unproven; jobs on other workers are unaffected.
 // Death is observed through production signals only: a Web Lock each browser worker holds for life (the
@@ -64,9 +67,11 @@ export interface PoolStats {
   readonly inFlight: number;
 }
 
-/** Named fault-injection seam: ends a worker through the platform's own terminate(). */
+/** Named fault-injection seams: end a worker through the platform's own terminate(), or lose its device. */
 export interface PoolFaults {
   terminateWorker(index: number): void;
+  /** The worker's device is lost right after its next device submission is enqueued (silently: reported late). */
+  loseWorkerDevice(index: number, options?: { readonly silently?: boolean }): Promise<void>;
 }
 
 interface WorkerSlot {
@@ -158,6 +163,10 @@ export class WorkerPool {
       terminateWorker: (index: number) => {
         const slot = this.#slot(index, 'pool.faults.terminateWorker');
         slot.kill();
+      },
+      loseWorkerDevice: async (index: number, options: { readonly silently?: boolean } = {}) => {
+        const slot = this.#slot(index, 'pool.faults.loseWorkerDevice');
+        await slot.api.loseDeviceAfterNextEnqueue(options.silently === true);
       },
     });
   }

@@ -5,20 +5,28 @@
 // inputs group is moved into a RetirementRecord, immediately before the first enqueue-capable call
 // (queue.submit on WebGPU, scheduling the host run on the host provider). From then on the record owns
 // the inputs, the fresh outputs, their roots and the device reference until retirement:
-//   - completed: `onSubmittedWorkDone` resolved and, one macrotask later, the device was not lost, and
-//     no validation / out-of-memory error was reported: the owners come back in a Bundle;
+//   - completed: completion is proven and no validation / out-of-memory error was reported: the owners
+//     come back in a Bundle;
 //   - retired-failed: completion proven but the work reported an error: the exact inputs come back;
-//   - completion-unproven: the device was lost before proof: every root the record holds is retained
-//     forever (never destroyed, never reused), no owner comes back, and the record is kept for good.
+//   - completion-unproven: no proof could be had: every root the record holds is retained forever
+//     (never destroyed, never reused), no owner comes back, and the record is kept for good.
+// Proof on WebGPU is a completion fence (fence.ts): the record's sequence number, copied by the GPU into a
+// staging buffer after the work and read back through mapAsync, which only a finished queue can satisfy
+// and which rejects on a lost device. One checked map of sequence N proves every record <= N (records are
+// proven in batches; one fence map is outstanding at a time). Nothing is decided on timing: neither
+// onSubmittedWorkDone (it resolves on a lost device too, TOOLCHAIN.md) nor the absence of a loss signal
+// (a driver reset can report late) counts, so a loss that becomes visible only later still ends as
+// completion-unproven. Error scopes decide retired-failed only after the proof. On the host provider the
+// kernels run on this thread: their return is the proof.
 // Disposing an ExecutionHandle only stops observing: the record still retires and then releases what it
-// owns exactly once. A resolved onSubmittedWorkDone alone proves nothing (it resolves on loss too, see
-// TOOLCHAIN.md), hence the loss check.
+// owns exactly once. The fence's buffers live as long as the runtime.
 // Thread: the runtime lives on the thread of its provider; GPU objects never leave it.
 import { TenonError, isTenonError } from '../errors.js';
 import { AllocationGroup, TensorView, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
 import type { AnyTypedArray, DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
 import { Bundle, SubmitRejected } from './outcome.js';
 import type { Outcome, UnprovenDiagnostics } from './outcome.js';
+import { CompletionFence } from './fence.js';
 import { CompiledGraph, PipelineCache } from './graph.js';
 import type { GraphSpec } from './graph.js';
 import type { BoundWork, Program, StepValues } from './program.js';
@@ -26,10 +34,17 @@ import type { BoundWork, Program, StepValues } from './program.js';
 /** Points at which the device-loss seam can fire (fault injection through production paths). */
 export type LossPoint = 'before-enqueue' | 'after-enqueue';
 
+export interface LossOptions {
+  /** Keep the loss invisible (provider.faults.loseDeviceSilently) until provider.faults.revealLoss(). */
+  readonly silently?: boolean;
+}
+
 /** Named fault-injection seam of a runtime. Each arm fires once, on the next submission. */
 export interface RuntimeFaults {
-  /** Lose the device at `point` of the next submission. */
-  loseDeviceAt(point: LossPoint): void;
+  /** Lose the device at `point` of the next submission (silently: the loss is reported only later). */
+  loseDeviceAt(point: LossPoint, options?: LossOptions): void;
+  /** Make the next completion fence submit no copy: its map resolves over an older number (WebGPU). */
+  dropNextFenceCopy(): void;
   /** Make the next submission carry an invalid dispatch (a real validation error on the device). */
   invalidateNextSubmission(): void;
   /** Make the next host run throw after it started (host provider). */
@@ -49,6 +64,10 @@ export interface RuntimeStats {
   readonly retainedRecords: number;
   /** Handles disposed before their outcome was taken; their owners were released by the runtime. */
   readonly detachedReleases: number;
+  /** Completion fences submitted (WebGPU; each one copy and one map, proving every record before it). */
+  readonly fences: number;
+  /** Fences whose map was rejected or read back another number: the records they covered are unproven. */
+  readonly fencesFailed: number;
 }
 
 /** One output of a scoped call: fresh outputs are owned, input outputs stay the caller's borrowed views. */
@@ -68,8 +87,9 @@ export interface SubmitOptions {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /**
- * Resolves on the next macrotask, letting a pending loss notification land before completion is declared
- * proven. A MessageChannel avoids the 4 ms clamp browsers put on nested setTimeout(0).
+ * Resolves on the next macrotask: host runs are scheduled there so that submit() returns before the
+ * kernels run (host scheduling only; it proves nothing). A MessageChannel avoids the 4 ms clamp browsers
+ * put on nested setTimeout(0).
  */
 const macrotasks: (() => void)[] = [];
 let channel: MessageChannel | undefined;
@@ -95,6 +115,8 @@ function nextMacrotask(): Promise<void> {
 class RetirementRecord {
   readonly index: number;
   readonly program: Program;
+  /** Position on the completion fence (WebGPU), assigned right after queue.submit; 0 on the host. */
+  seq = 0;
   /** Owned until retirement: the inputs group and the fresh outputs group. */
   inputs: AllocationGroup | undefined;
   fresh: AllocationGroup | undefined;
@@ -154,7 +176,7 @@ export class Runtime {
   readonly #inFlight = new Set<RetirementRecord>();
   /** Completion-unproven records: kept for the life of the runtime, never released. */
   readonly #retained: RetirementRecord[] = [];
-  readonly #stats: Mutable<Omit<RuntimeStats, 'inFlight' | 'retainedRecords'>> = {
+  readonly #stats: Mutable<Omit<RuntimeStats, 'inFlight' | 'retainedRecords' | 'fences' | 'fencesFailed'>> = {
     submitted: 0,
     rejected: 0,
     admitted: 0,
@@ -165,7 +187,9 @@ export class Runtime {
   };
   /** Pipelines of every graph compiled on this runtime, keyed by kernel and constants. */
   readonly #pipelines = new PipelineCache();
-  #lossAt: LossPoint | undefined;
+  /** Completion proof of this runtime's queue (WebGPU only; made with the runtime, kept for its life). */
+  readonly #fence: CompletionFence | undefined;
+  #lossAt: { readonly point: LossPoint; readonly silently: boolean } | undefined;
   #invalidNext = false;
   #failHostNext = false;
 
@@ -174,9 +198,14 @@ export class Runtime {
       throw new TenonError('EINVAL', 'a runtime needs a tenon provider', { op: 'createRuntime', reason: 'bad-provider' });
     }
     this.provider = provider as HostProvider | WebGPUProvider;
+    // On a device already known lost nothing is ever admitted, so such a runtime needs no fence.
+    this.#fence = provider instanceof WebGPUProvider && !provider.lossObserved ? new CompletionFence(provider, 'tenon runtime') : undefined;
     this.faults = Object.freeze({
-      loseDeviceAt: (point: LossPoint) => {
-        this.#lossAt = point;
+      loseDeviceAt: (point: LossPoint, options: LossOptions = {}) => {
+        this.#lossAt = { point, silently: options.silently === true };
+      },
+      dropNextFenceCopy: () => {
+        this.#fence?.dropNextCopy();
       },
       invalidateNextSubmission: () => {
         this.#invalidNext = true;
@@ -201,7 +230,19 @@ export class Runtime {
   }
 
   stats(): RuntimeStats {
-    return { ...this.#stats, inFlight: this.#inFlight.size, retainedRecords: this.#retained.length };
+    const fence = this.#fence?.stats();
+    return {
+      ...this.#stats,
+      inFlight: this.#inFlight.size,
+      retainedRecords: this.#retained.length,
+      fences: fence?.fences ?? 0,
+      fencesFailed: fence?.fencesFailed ?? 0,
+    };
+  }
+
+  /** Resolves once every record admitted so far reached its terminal outcome (by proof, never by time). */
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight].map((r) => r.outcome));
   }
 
   /**
@@ -239,10 +280,7 @@ export class Runtime {
     // From here to admission nothing awaits, so the inputs cannot change under us.
     let bound: BoundWork;
     try {
-      if (this.#lossAt === 'before-enqueue') {
-        this.#lossAt = undefined;
-        (this.provider as WebGPUProvider).faults?.loseDevice();
-      }
+      if (this.#lossAt?.point === 'before-enqueue') this.#fireLoss();
       this.#checkDevice(op);
       bound = program.bind(inputs, fresh, freshSlots, options.step ?? {});
     } catch (err) {
@@ -377,24 +415,30 @@ export class Runtime {
     this.#stats.admitted++;
     bound.upload?.(device.queue);
     device.queue.submit([commands]);
+    record.seq = this.#fence!.admitted();
     provider.meter.bump('dispatches', bound.dispatches);
     const oom = device.popErrorScope();
     const validation = device.popErrorScope();
-    if (this.#lossAt === 'after-enqueue') {
-      this.#lossAt = undefined;
-      provider.faults.loseDevice();
-    }
-    record.outcome = this.#retireDevice(provider, record, validation, oom);
+    if (this.#lossAt?.point === 'after-enqueue') this.#fireLoss();
+    record.outcome = this.#retireDevice(this.#fence!, record, validation, oom);
     return new ExecutionHandle(this, record);
   }
 
-  async #retireDevice(provider: WebGPUProvider, record: RetirementRecord, validation: Promise<GPUError | null>, oom: Promise<GPUError | null>): Promise<Outcome> {
-    // The error scopes settle with the queue; waiting for all three together saves a round of polling.
-    const [, v, o] = await Promise.all([provider.device.queue.onSubmittedWorkDone(), validation.catch(() => null), oom.catch(() => null)]);
-    await nextMacrotask();
-    if (provider.lossObserved) {
-      return this.#unproven(record, provider.loss?.reason ?? 'destroyed');
-    }
+  /** The loss seam: destroys the real device, reported at once or (silently) only when revealed. */
+  #fireLoss(): void {
+    const arm = this.#lossAt!;
+    this.#lossAt = undefined;
+    const faults = (this.provider as WebGPUProvider).faults;
+    if (arm.silently) faults?.loseDeviceSilently();
+    else faults?.loseDevice();
+  }
+
+  async #retireDevice(fence: CompletionFence, record: RetirementRecord, validation: Promise<GPUError | null>, oom: Promise<GPUError | null>): Promise<Outcome> {
+    // Proof first: only a checked fence map covering this record's sequence counts.
+    const verdict = await fence.prove(record.seq);
+    if (!verdict.proven) return this.#unproven(record, verdict.reason);
+    // The scopes settled with the queue the fence proved finished; only now may they decide the outcome.
+    const [v, o] = await Promise.all([validation.catch(() => null), oom.catch(() => null)]);
     if (v !== null || o !== null) {
       const cause = new TenonError(o !== null ? 'ENOMEM' : 'EINVAL', (o ?? v)!.message, {
         op: 'runtime.retire',
