@@ -1,8 +1,11 @@
-// qgather (quantized embedding lookup): out[t, :] = dequant(W[ids[t], :]) for t in 0..count-1, with W
-// [vocab, K] in the packed layout of the override constant KIND (src/submit/ops/qmatmul-layout.ts; rows
-// of row_words u32 words, the planes of each row at word offsets plane1..plane3). ids u32 [count] (i32
-// ids are bound as the same bits: a negative id reads as >= 2^31); out f32 [count, K]. An id >= vocab has
-// no row: its output row is all zeros, as in gather.wgsl and the host twin.
+// qgather (quantized embedding lookup): out[t, :] = dequant(W[ids[t] - row_base, :]) for t in
+// 0..count-1, with W [vocab, K] rows row_base..row_base+vocab-1 of an embedding table (all of it when
+// row_base = 0; one part of a table split by rows across bindings otherwise) in the packed layout of the
+// override constant KIND (src/submit/ops/qmatmul-layout.ts; rows of row_words u32 words, the planes of
+// each row at word offsets plane1..plane3). ids u32 [count] (i32 ids are bound as the same bits: a
+// negative id reads as >= 2^31); out f32 [count, K]. An id outside the bound rows gives a row of zeros
+// (keep_outside = 0, as gather.wgsl and the host twin) or leaves its output row as it was
+// (keep_outside = 1: the other parts of a split table write it).
 //
 // One workgroup per output row (rows fold into y past maxComputeWorkgroupsPerDimension). Its WG
 // invocations walk the row in units (src/submit/ops/qunit.ts): unit u goes to invocation u mod WG, so
@@ -20,7 +23,11 @@ struct Params {
   plane1: u32,
   plane2: u32,
   plane3: u32,
+  row_base: u32,
+  keep_outside: u32,
   _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> ids: array<u32>;
@@ -195,8 +202,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups_n: ve
   let t = wid.x + wid.y * groups_n.x;
   if (t >= p.count) { return; }
   let id = ids[p.ids_off + t];
-  let hit = id < p.vocab;
-  let row = p.w_off + min(id, p.vocab - 1u) * p.row_words;
+  let hit = id >= p.row_base && id - p.row_base < p.vocab;
+  if (!hit && p.keep_outside == 1u) { return; }
+  let row = p.w_off + min(id - p.row_base, p.vocab - 1u) * p.row_words;
   let ob = p.out_off + t * p.k;
   let n_groups = groups();
   for (var u = lid; u < p.units; u += WG) {

@@ -6,9 +6,12 @@
 // negative for i32), offsets with canaries, folded dispatches: WGSL equals the host twin exactly, except
 // Q4_K, whose multiply-then-subtract a GPU compiler may fuse into one rounding (allowed: 2^-22 of the
 // row's largest magnitude); out-of-range ids give zero rows on both; (2) rows longer than 256 units (an
-// invocation walks several units, the last round partial); (3) the host twin equals the GGUF reference
-// dequantizer of the lowering kind, exactly; (4) check() rejects dims off the block grid, a table of the
-// wrong row width or dtype, float ids and unknown kinds with EINVAL.
+// invocation walks several units, the last round partial); (3) a table split by rows across bindings,
+// gathered by one dispatch per part (rowBase; the first part zeroes rows of ids outside it, the others
+// keep them), equals the unsplit gather, and each step writes exactly its part's rows; (4) the host twin
+// equals the GGUF reference dequantizer of the lowering kind, exactly; (5) check() rejects dims off the
+// block grid, a table of the wrong row width or dtype, float ids, bad rowBase / keepOutside and unknown
+// kinds with EINVAL.
 import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
 import { loweringKind } from '../../src/model/index.js';
@@ -116,6 +119,41 @@ describe('qgather: WGSL against the host twin, every kind', () => {
     expect(Array.from(g[2]!)).toEqual([...row(2), ...row(0), ...row(2), ...new Array<number>(dim).fill(0), ...row(1)]);
   });
 
+  it('[OPS-qgather] a table split by rows across bindings: one dispatch per part (rowBase; the first zeroes, the rest keep) equals the unsplit gather', async () => {
+    for (const kind of ['Q6_K', 'Q8_0', 'F16'] as const) {
+      const dim = kOf(kind, 1);
+      const vocab = 11;
+      const layout = packedRowLayout(kind, dim);
+      const { packed, rows } = packedWeights(kind, vocab, dim, 41);
+      const words = packed instanceof Uint32Array ? packed : new Uint32Array(packed.buffer, packed.byteOffset, packed.length);
+      const ids = Uint32Array.from([10, 0, 4, 5, 11, 3, 7, 4, 9, 12]);
+      const parts = [[0, 4], [4, 3], [7, 4]] as const;
+      let out = new Float32Array(ids.length * dim).fill(Number.NaN);
+      for (const [p, [rowBase, partRows]] of parts.entries()) {
+        const part = words.slice(rowBase * layout.rowWords, (rowBase + partRows) * layout.rowWords);
+        const params = { count: ids.length, vocab: partRows, dim, rowBase, keepOutside: p > 0 };
+        const { gpu: g, host: h } = await runBoth(gpu(), QGATHER[kind], [
+          { dtype: 'u32', shape: [ids.length], data: ids },
+          { dtype: 'u32', shape: [partRows, layout.rowWords], data: part },
+          { dtype: 'f32', shape: [ids.length, dim], data: out },
+        ], params);
+        expect(Array.from(g[2]!), `${kind} part ${p}`).toEqual(Array.from(h[2]!));
+        ids.forEach((id, t) => {
+          const inside = id >= rowBase && id < rowBase + partRows;
+          const before = Array.from(out.subarray(t * dim, (t + 1) * dim));
+          const after = Array.from(g[2]!.subarray(t * dim, (t + 1) * dim));
+          if (inside) expect(after, `${kind} part ${p} id ${id}`).toEqual(Array.from(rows.subarray(id * dim, (id + 1) * dim)));
+          else expect(after, `${kind} part ${p} id ${id} (outside)`).toEqual(p === 0 ? new Array<number>(dim).fill(0) : before);
+        });
+        out = g[2]! as Float32Array;
+      }
+      ids.forEach((id, t) => {
+        const want = id < vocab ? Array.from(rows.subarray(id * dim, (id + 1) * dim)) : new Array<number>(dim).fill(0);
+        expect(Array.from(out.subarray(t * dim, (t + 1) * dim)), `${kind} split result row ${t}`).toEqual(want);
+      });
+    }
+  });
+
   it('[OPS-qgather] the host twin equals the GGUF reference dequantizer of every kind, exactly', () => {
     for (const kind of PACKED_KINDS) {
       fc.assert(
@@ -153,6 +191,11 @@ describe('qgather: WGSL against the host twin, every kind', () => {
       expectCode(() => op.check([idsF, w, out].map(operandOf), params), 'EINVAL', 'dtype-mismatch');
       expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, vocab: 5 }), 'EINVAL', 'shape-mismatch');
       expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, count: 0 }), 'EINVAL', 'bad-param');
+      op.check([ids, w, out].map(operandOf), { ...params, rowBase: 100, keepOutside: true });
+      expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, rowBase: -1 }), 'EINVAL', 'bad-param');
+      expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, rowBase: 1.5 }), 'EINVAL', 'bad-param');
+      expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, keepOutside: 1 as unknown as boolean }), 'EINVAL', 'bad-param');
+      expectCode(() => op.check([ids, w, out].map(operandOf), { ...params, rowBase: 0xffff_fffe }), 'EINVAL', 'out-of-range');
       expectCode(() => qgatherOp('Q5_K' as PackedKind), 'EINVAL', 'bad-param');
     } finally {
       for (const t of [ids, idsF, w, wWide, wF32, out]) t.dispose();
