@@ -128,7 +128,7 @@ describe('qgather: WGSL against the host twin, every kind', () => {
       const words = packed instanceof Uint32Array ? packed : new Uint32Array(packed.buffer, packed.byteOffset, packed.length);
       const ids = Uint32Array.from([10, 0, 4, 5, 11, 3, 7, 4, 9, 12]);
       const parts = [[0, 4], [4, 3], [7, 4]] as const;
-      let out = new Float32Array(ids.length * dim).fill(Number.NaN);
+      let out: Float32Array = new Float32Array(ids.length * dim).fill(Number.NaN);
       for (const [p, [rowBase, partRows]] of parts.entries()) {
         const part = words.slice(rowBase * layout.rowWords, (rowBase + partRows) * layout.rowWords);
         const params = { count: ids.length, vocab: partRows, dim, rowBase, keepOutside: p > 0 };
