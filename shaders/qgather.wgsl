@@ -43,6 +43,9 @@ const KIND_Q8_0: u32 = 3u;
 const KIND_Q4_0: u32 = 4u;
 const KIND_Q4_K: u32 = 5u;
 const KIND_Q6_K: u32 = 6u;
+const KIND_Q4_1: u32 = 7u;
+const KIND_Q5_0: u32 = 8u;
+const KIND_Q5_1: u32 = 9u;
 override KIND: u32 = KIND_F32;
 // Invocations per workgroup: a power of two in 32..256.
 override WG: u32 = 64u;
@@ -59,7 +62,7 @@ struct Unit {
 // Groups per unit of this kind.
 fn groups() -> u32 {
   switch (KIND) {
-    case KIND_Q4_0, KIND_Q4_K: { return 2u; }
+    case KIND_Q4_0, KIND_Q4_K, KIND_Q4_1, KIND_Q5_0, KIND_Q5_1: { return 2u; }
     case KIND_Q6_K: { return 4u; }
     default: { return 1u; }
   }
@@ -87,6 +90,11 @@ fn low_nibbles(v: u32) -> vec4f {
 }
 fn high_nibbles(v: u32) -> vec4f {
   return vec4f(vec4u(v >> 4u, v >> 12u, v >> 20u, v >> 28u) & vec4u(15u));
+}
+
+// The fifth bits of four Q5_0/Q5_1 elements as values (16 or 0): bits 0..3 of h, one per element.
+fn fifth_bits(h: u32) -> vec4f {
+  return vec4f((vec4u(h, h >> 1u, h >> 2u, h >> 3u) & vec4u(1u)) << vec4u(4u));
 }
 
 // Byte i (0..11) of Q4_K's three scale words.
@@ -188,6 +196,36 @@ fn unit_of(row: u32, u: u32) -> Unit {
       q.w[1] = (d * int8_of(sc_a, j + 2u)) * q6x4((qb & 0x0f0f0f0fu) | (((qh >> 2u) & 0x03030303u) << 4u));
       q.w[2] = (d * int8_of(sc_b, j)) * q6x4(((qa >> 4u) & 0x0f0f0f0fu) | (((qh >> 4u) & 0x03030303u) << 4u));
       q.w[3] = (d * int8_of(sc_b, j + 2u)) * q6x4(((qb >> 4u) & 0x0f0f0f0fu) | (((qh >> 6u) & 0x03030303u) << 4u));
+    }
+    case KIND_Q4_1: {
+      let b = u >> 2u;
+      q.k0 = b * 32u + (u & 3u) * 4u;
+      q.stride = 16u;
+      let v = w[row + u];
+      let dm = unpack2x16float(w[row + p.plane1 + b]);
+      q.w[0] = low_nibbles(v) * dm.x + vec4f(dm.y);
+      q.w[1] = high_nibbles(v) * dm.x + vec4f(dm.y);
+    }
+    case KIND_Q5_0, KIND_Q5_1: {
+      let b = u >> 2u;
+      let j = u & 3u;
+      q.k0 = b * 32u + j * 4u;
+      q.stride = 16u;
+      let v = w[row + u];
+      // Bit e of qh is the fifth bit of element e of the block: this unit's are bits 4j..4j+3 (low
+      // nibbles, elements 4j..4j+3) and 16+4j..16+4j+3 (high nibbles).
+      let h = w[row + p.plane1 + b] >> (j * 4u);
+      let lo = low_nibbles(v) + fifth_bits(h);
+      let hi = high_nibbles(v) + fifth_bits(h >> 16u);
+      if (KIND == KIND_Q5_0) {
+        let d = half_of(row, p.plane2, b);
+        q.w[0] = (lo - vec4f(16.0)) * d;
+        q.w[1] = (hi - vec4f(16.0)) * d;
+      } else {
+        let dm = unpack2x16float(w[row + p.plane2 + b]);
+        q.w[0] = lo * dm.x + vec4f(dm.y);
+        q.w[1] = hi * dm.x + vec4f(dm.y);
+      }
     }
     default: {}
   }

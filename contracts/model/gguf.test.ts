@@ -480,7 +480,7 @@ describe('[MD-gguf-types] the GGML type table', () => {
       expect(ggmlTypeById(t.id)).toBe(t);
       expect(t.lowering, t.name).toBe((LOWERING_TYPE_NAMES as readonly string[]).includes(t.name));
     }
-    expect(LOWERING_TYPE_NAMES.slice().sort()).toEqual(['BF16', 'F16', 'F32', 'Q4_0', 'Q4_K', 'Q6_K', 'Q8_0']);
+    expect(LOWERING_TYPE_NAMES.slice().sort()).toEqual(['BF16', 'F16', 'F32', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_0', 'Q5_1', 'Q6_K', 'Q8_0']);
     for (const retired of [4, 5, 31, 32, 33, 36, 37, 38, 40]) expect(ggmlTypeById(retired)).toBeUndefined();
   });
 

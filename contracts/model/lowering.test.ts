@@ -1,16 +1,18 @@
-// Lowering kinds (src/model/lowering): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
+// Lowering kinds (src/model/lowering): F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_1, Q5_0, Q5_1.
 // Plan:
 // (1) geometry: each kind's block geometry is ggml's (the GGML type table agrees); valid shapes give the
 //     rows, byte counts and packed sizes computed by hand; bad ranks, dimensions, rows off the block
 //     grid, wrong byte counts and overflowing sizes are refused with EINVAL and their reason, and a
 //     refused call writes nothing; unknown kinds are ENOTSUP;
 // (2) exact dequantization of hand-built blocks against values computed by hand from the format
-//     (nibble order, the 6-bit scale/min split, the Q6_K high-bit positions, f16 subnormals);
+//     (nibble order, the 6-bit scale/min split, the Q6_K high-bit positions, the Q4_1/Q5_1 min, the
+//     Q5_0/Q5_1 fifth bit of each element in qh, f16 subnormals);
 // (3) repacking: the packed rows decode (through the host twins' decoder) to exactly the GGUF reference
 //     values for random blocks of every kind, are never more than 2 bytes per row larger than the GGUF
 //     rows (no f32 copy), split by rows into the same words, and leave the rest of a destination alone;
 // (4) real fixtures: every matrix of tiny-llama-{F16,Q8_0,Q4_0,Q4_K_M,Q6_K}.gguf dequantizes to within
-//     the error its kind allows of the same tensor in tiny-llama-f32.gguf (bounds below, per block).
+//     the error its kind allows of the same tensor in tiny-llama-f32.gguf (bounds below, per block). No
+//     fixture holds Q4_1, Q5_0 or Q5_1: those kinds are covered by (1)-(3) only.
 import { describe, expect, it } from 'vitest';
 import { GGML_TYPES, LOWERING_KINDS, LOWERING_TYPE_NAMES, loweringKind, loweringKindById, parseGguf, tensorGeometry } from '../../src/model/index.js';
 import type { GgufFile, GgufTensorInfo, LoweringKind, LoweringKindName } from '../../src/model/index.js';
@@ -18,6 +20,7 @@ import { halfToFloat } from '../../src/submit/ops/index.js';
 import { randomGgufRows } from '../ops/qmatmul-blocks.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
+import { writeGguf } from '../support/gguf-writer.js';
 import { readGgufFixture } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
 
@@ -48,6 +51,9 @@ describe('lowering kinds: geometry and validation', () => {
       Q4_0: [2, 32, 18],
       Q4_K: [12, 256, 144],
       Q6_K: [14, 256, 210],
+      Q4_1: [3, 32, 20],
+      Q5_0: [6, 32, 22],
+      Q5_1: [7, 32, 24],
     };
     for (const name of KINDS) {
       const kind = LOWERING_KINDS[name];
@@ -74,6 +80,14 @@ describe('lowering kinds: geometry and validation', () => {
     expect(g('Q4_K', [4, 512], 1152)).toEqual([4, 512, 2, 288, 1152, 72, 288, 1152]);
     // Q6_K [256]: one 210-byte super-block; packed 32 ql + 16 qh + 4 scale words + 1 word for d.
     expect(g('Q6_K', [256])).toEqual([1, 256, 1, 210, 210, 53, 53, 212]);
+    // Q4_1 [2, 64]: 2 blocks of 20 bytes per row; packed 8 quant words + 2 d/m words (as long as GGUF).
+    expect(g('Q4_1', [2, 64], 80)).toEqual([2, 64, 2, 40, 80, 10, 20, 80]);
+    // Q5_0 [96]: 3 blocks of 22 bytes; packed 12 quant + 3 qh words + 2 words of f16 scales (2 bytes over).
+    expect(g('Q5_0', [96], 66)).toEqual([1, 96, 3, 66, 66, 17, 17, 68]);
+    // Q5_0 [2, 64]: 2 blocks (44 bytes) per row; 8 quant + 2 qh + 1 scale word = 44 bytes, no padding.
+    expect(g('Q5_0', [2, 64])).toEqual([2, 64, 2, 44, 88, 11, 22, 88]);
+    // Q5_1 [3, 32]: one 24-byte block per row; packed 4 quant + 1 qh + 1 d/m word.
+    expect(g('Q5_1', [3, 32], 72)).toEqual([3, 32, 1, 24, 72, 6, 18, 72]);
     // F16 [5, 3]: odd rows are padded to a whole word.
     expect(g('F16', [5, 3], 30)).toEqual([5, 3, 3, 6, 30, 2, 10, 40]);
     expect(g('BF16', [2, 8])).toEqual([2, 8, 8, 16, 32, 4, 8, 32]);
@@ -90,6 +104,11 @@ describe('lowering kinds: geometry and validation', () => {
     expectCode(() => q8.geometry([4, 48]), 'EINVAL', 'block-misaligned');
     expectCode(() => q4k.geometry([4, 288]), 'EINVAL', 'block-misaligned');
     expectCode(() => loweringKind('Q6_K').geometry([2, 128]), 'EINVAL', 'block-misaligned');
+    // Qwen2.5-0.5B's 896-wide rows are no whole number of Q4_K super-blocks but are of Q5_0 blocks.
+    expectCode(() => q4k.geometry([4864, 896]), 'EINVAL', 'block-misaligned');
+    expect(loweringKind('Q5_0').geometry([4864, 896], 4864 * 28 * 22).blocksPerRow).toBe(28);
+    expectCode(() => loweringKind('Q5_1').geometry([2, 48]), 'EINVAL', 'block-misaligned');
+    expectCode(() => loweringKind('Q4_1').geometry([2, 32], 41), 'EINVAL', 'byte-count');
     expectCode(() => q8.geometry([3, 64], 203), 'EINVAL', 'byte-count');
     expectCode(() => q8.geometry([3, 64], 205), 'EINVAL', 'byte-count');
     expectCode(() => q4k.geometry([2 ** 30, 2 ** 30, 256]), 'EINVAL', 'too-large');
@@ -116,6 +135,28 @@ describe('lowering kinds: geometry and validation', () => {
       expectCode(() => kind.repack(src, k, dst), 'EINVAL', 'bad-destination');
       expectCode(() => kind.repack(src.subarray(0, src.length - 1), k, new Uint32Array(words)), 'EINVAL', 'byte-count');
       expect(dst.every((v) => v === 0xdeadbeef), name).toBe(true);
+    }
+  });
+
+  it('[MD-lower-geometry] a GGUF file with llama.cpp\'s fallback kinds for 896-wide rows (Q4_1, Q5_0, Q5_1, Q8_0) parses, and each tensor lowers losslessly', async () => {
+    // What Qwen2.5-0.5B's Q4_K_M file holds where a row of 896 is no whole number of 256-element
+    // super-blocks: Q4_K falls back to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 (Q4_1 completes the legacy set).
+    const width = 896;
+    const kinds = ['Q4_1', 'Q5_0', 'Q5_1', 'Q8_0'] as const;
+    const data = kinds.map((kind, i) => randomGgufRows(kind, 3, width, 40 + i));
+    const { bytes } = writeGguf({ tensors: kinds.map((kind, i) => ({ name: `w.${kind}`, shape: [width, 3], type: kind, data: data[i]! })) });
+    const file = await parseGguf(bytes);
+    for (const [i, kind] of kinds.entries()) {
+      const info = file.tensor(`w.${kind}`);
+      const g = tensorGeometry(info);
+      expect([g.kind, g.rows, g.rowElements, g.blocksPerRow], kind).toEqual([kind, 3, width, width / 32]);
+      const raw = await file.readTensor(info);
+      expect(Array.from(raw), kind).toEqual(Array.from(data[i]!));
+      const lowering = loweringKind(kind);
+      const want = dequant(lowering, raw, 3 * width);
+      const got = new Float32Array(3 * width);
+      lowering.dequantizePacked(lowering.repack(raw, width), width, got);
+      expect(new Uint32Array(got.buffer), kind).toEqual(new Uint32Array(want.buffer));
     }
   });
 
@@ -152,6 +193,50 @@ describe('lowering kinds: exact dequantization of hand-built blocks', () => {
     const out = dequant(loweringKind('Q4_0'), bytesOf(u16le(0x4000), qs), 32);
     expect([out[0], out[1], out[15], out[16], out[17], out[31]]).toEqual([-16, -14, 14, 14, 12, -16]);
     expect(Array.from(out)).toEqual(Array.from({ length: 32 }, (_, e) => (e < 16 ? (e - 8) * 2 : (23 - e) * 2)));
+  });
+
+  it('[MD-lower-dequant] Q4_1: byte j holds element j (low nibble) and j + 16 (high nibble), value q * d + m', () => {
+    // qs[j] = j | (15 - j) << 4, d = 2, m = -3.5 (f16 0xc300).
+    const qs = Array.from({ length: 16 }, (_, j) => j | ((15 - j) << 4));
+    const out = dequant(loweringKind('Q4_1'), bytesOf(u16le(0x4000), u16le(0xc300), qs), 32);
+    // element 0: 0 x 2 - 3.5; element 1: 1 x 2 - 3.5; element 15: 15 x 2 - 3.5; element 16: high nibble
+    // of byte 0 (15); element 17: 14; element 31: high nibble of byte 15 (0).
+    expect([out[0], out[1], out[15], out[16], out[17], out[31]]).toEqual([-3.5, -1.5, 26.5, 26.5, 24.5, -3.5]);
+    expect(Array.from(out)).toEqual(Array.from({ length: 32 }, (_, e) => (e < 16 ? e : 31 - e) * 2 - 3.5));
+  });
+
+  // Q5_0/Q5_1 blocks: qs[j] = j | (15 - j) << 4 (element e has low bits e for e < 16, 31 - e above), and
+  // fifth bits set for elements 0, 3, 9, 16, 17, 26 and 31: qh bytes 0x09 (bits 0, 3), 0x02 (bit 9),
+  // 0x03 (bits 16, 17), 0x84 (bits 26, 31).
+  const Q5_QS = Array.from({ length: 16 }, (_, j) => j | ((15 - j) << 4));
+  const Q5_QH = [0x09, 0x02, 0x03, 0x84];
+  const Q5_SPOTS = [0, 1, 3, 9, 15, 16, 17, 18, 26, 30, 31];
+  /** The 5-bit quant of element e of those blocks, from the qh bytes (byte e / 8, bit e % 8). */
+  const q5Quant = (qh: number[], e: number): number => (e < 16 ? e : 31 - e) | (((qh[e >> 3]! >> (e & 7)) & 1) << 4);
+
+  it('[MD-lower-q5-bits] Q5_0: element e takes its fifth bit from bit e of the little-endian qh word, value (q - 16) * d', () => {
+    // Block 0: d = 0.5; block 1: d = -2 (f16 0xc000) with the qh bytes reversed (0x84, 0x03, 0x02, 0x09:
+    // fifth bits 2, 7, 8, 9, 17, 24, 27).
+    const qhB = [...Q5_QH].reverse();
+    const out = dequant(loweringKind('Q5_0'), bytesOf(u16le(0x3800), Q5_QH, Q5_QS, u16le(0xc000), qhB, Q5_QS), 64);
+    // Worked by hand: element 0: 0 | 16 -> 0; 1: 1 -> -7.5; 3: 3 | 16 -> 1.5; 9: 9 | 16 -> 4.5; 15: 15 ->
+    // -0.5; 16: 15 | 16 -> 7.5; 17: 14 | 16 -> 7; 18: 13 -> -1.5; 26: 5 | 16 -> 2.5; 30: 1 -> -7.5; 31: 0 | 16 -> 0.
+    expect(Q5_SPOTS.map((e) => out[e])).toEqual([0, -7.5, 1.5, 4.5, -0.5, 7.5, 7, -1.5, 2.5, -7.5, 0]);
+    // Block 1: element 2: 2 | 16 -> -2 x 2 = -4; 16: 15 -> -2 x -1 = 2; 17: 14 | 16 -> -28; 24: 7 | 16 -> -14.
+    expect([out[32 + 2], out[32 + 16], out[32 + 17], out[32 + 24]]).toEqual([-4, 2, -28, -14]);
+    expect(Array.from(out)).toEqual([
+      ...Array.from({ length: 32 }, (_, e) => (q5Quant(Q5_QH, e) - 16) * 0.5),
+      ...Array.from({ length: 32 }, (_, e) => (q5Quant(qhB, e) - 16) * -2),
+    ]);
+  });
+
+  it('[MD-lower-q5-bits] Q5_1: the same fifth bits, value q * d + m', () => {
+    // d = 0.25 (f16 0x3400), m = 1 (0x3c00).
+    const out = dequant(loweringKind('Q5_1'), bytesOf(u16le(0x3400), u16le(0x3c00), Q5_QH, Q5_QS), 32);
+    // element 0: 16 -> 5; 1: 1 -> 1.25; 3: 19 -> 5.75; 9: 25 -> 7.25; 15: 15 -> 4.75; 16: 31 -> 8.75;
+    // 17: 30 -> 8.5; 18: 13 -> 4.25; 26: 21 -> 6.25; 30: 1 -> 1.25; 31: 16 -> 5.
+    expect(Q5_SPOTS.map((e) => out[e])).toEqual([5, 1.25, 5.75, 7.25, 4.75, 8.75, 8.5, 4.25, 6.25, 1.25, 5]);
+    expect(Array.from(out)).toEqual(Array.from({ length: 32 }, (_, e) => q5Quant(Q5_QH, e) * 0.25 + 1));
   });
 
   it('[MD-lower-q4k-scales] Q4_K: the 6-bit scales and mins of all 8 sub-blocks, nibble order, d and dmin', () => {
@@ -249,6 +334,20 @@ describe('lowering kinds: repacking into the packed row layout', () => {
     const q4k = randomGgufRows('Q4_K', 1, 256, 4);
     const p4k = loweringKind('Q4_K').repack(q4k, 256);
     expect(p4k[35]).toBe((q4k[0]! | (q4k[1]! << 8) | (q4k[2]! << 16) | (q4k[3]! << 24)) >>> 0);
+    // Q4_1 and Q5_1: the d/m word is the block's first 4 GGUF bytes; Q5_0: the qh word is bytes 2..5 of
+    // each (unaligned) 22-byte block, the nibbles follow from byte 6, d goes to the half plane.
+    const word = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+    const q41 = randomGgufRows('Q4_1', 1, 64, 6);
+    const p41 = loweringKind('Q4_1').repack(q41, 64);
+    expect(Array.from(new Uint8Array(p41.buffer, 0, 32))).toEqual([...q41.subarray(4, 20), ...q41.subarray(24, 40)]);
+    expect([p41[8], p41[9]]).toEqual([word(q41, 0), word(q41, 20)]);
+    const q50 = randomGgufRows('Q5_0', 1, 64, 7);
+    const p50 = loweringKind('Q5_0').repack(q50, 64);
+    expect(Array.from(new Uint8Array(p50.buffer, 0, 32))).toEqual([...q50.subarray(6, 22), ...q50.subarray(28, 44)]);
+    expect([p50[8], p50[9], p50[10]]).toEqual([word(q50, 2), word(q50, 24), (q50[0]! | (q50[1]! << 8) | (q50[22]! << 16) | (q50[23]! << 24)) >>> 0]);
+    const q51 = randomGgufRows('Q5_1', 1, 32, 8);
+    const p51 = loweringKind('Q5_1').repack(q51, 32);
+    expect(Array.from(p51)).toEqual([word(q51, 8), word(q51, 12), word(q51, 16), word(q51, 20), word(q51, 4), word(q51, 0)]);
     const f16 = randomGgufRows('F16', 1, 3, 5);
     const p16 = loweringKind('F16').repack(f16, 3);
     expect(Array.from(p16)).toEqual([(f16[0]! | (f16[1]! << 8) | (f16[2]! << 16) | (f16[3]! << 24)) >>> 0, f16[4]! | (f16[5]! << 8)]);

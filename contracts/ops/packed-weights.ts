@@ -32,7 +32,7 @@ export function kOf(kind: PackedKind, blocks: number): number {
  * Block counts per kind that make a row longer than 256 units of the walk (so one invocation takes
  * several units and the last round is partial); rows stay under ~4,500 elements.
  */
-export const MANY_UNIT_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 1100, F16: 1030, BF16: 1030, Q8_0: 67, Q4_0: 69, Q4_K: 9, Q6_K: 17 };
+export const MANY_UNIT_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 1100, F16: 1030, BF16: 1030, Q8_0: 67, Q4_0: 69, Q4_K: 9, Q6_K: 17, Q4_1: 69, Q5_0: 71, Q5_1: 69 };
 
 /** Upper block counts for random rows of each kind (K up to ~1,000 for the float kinds, a few blocks else). */
-export const MAX_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 300, F16: 300, BF16: 300, Q8_0: 12, Q4_0: 12, Q4_K: 4, Q6_K: 4 };
+export const MAX_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 300, F16: 300, BF16: 300, Q8_0: 12, Q4_0: 12, Q4_K: 4, Q6_K: 4, Q4_1: 12, Q5_0: 12, Q5_1: 12 };

@@ -14,6 +14,9 @@ export const GGUF_BLOCK: Readonly<Record<PackedKind, readonly [elements: number,
   Q4_0: [32, 18],
   Q4_K: [256, 144],
   Q6_K: [256, 210],
+  Q4_1: [32, 20],
+  Q5_0: [32, 22],
+  Q5_1: [32, 24],
 };
 
 /** f16 exponent field of 1.0 (bias 15). */
@@ -76,6 +79,16 @@ export function randomGgufRows(kind: PackedKind, rows: number, k: number, seed: 
         break;
       case 'Q6_K':
         putU16(out, o + 208, randomHalf(r, -14, -11));
+        break;
+      case 'Q4_1':
+      case 'Q5_1':
+        // d and m (qh, for Q5_1, stays random bytes).
+        putU16(out, o, randomHalf(r, -8, -4));
+        putU16(out, o + 2, randomHalf(r, -5, -1));
+        break;
+      case 'Q5_0':
+        // d (qh stays random bytes).
+        putU16(out, o, randomHalf(r, -8, -4));
         break;
     }
   }

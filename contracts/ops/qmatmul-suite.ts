@@ -84,7 +84,7 @@ function kOf(kind: PackedKind, blocks: number): number {
 }
 
 /** Largest block count drawn per kind (keeps K <= ~1000). */
-const MAX_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 80, F16: 80, BF16: 80, Q8_0: 12, Q4_0: 12, Q4_K: 4, Q6_K: 4 };
+const MAX_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 80, F16: 80, BF16: 80, Q8_0: 12, Q4_0: 12, Q4_K: 4, Q6_K: 4, Q4_1: 12, Q5_0: 12, Q5_1: 12 };
 
 const caseArb = (kind: PackedKind) =>
   fc.record({

@@ -1,6 +1,7 @@
 // The GGML tensor type table: what a GGUF tensor's `type` id means (name, elements per block, bytes per
 // block) and which types tenon can lower into a GPU/host weight kind (DESIGN.md "src/model": lowering
-// kinds F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K).
+// kinds F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, and the legacy Q4_1, Q5_0, Q5_1 that llama.cpp's k-quant
+// files fall back to for rows that are not a whole number of 256-element super-blocks).
 //
 // Contract: pure data and pure functions; no I/O, no allocation beyond the table itself. Ids, block sizes
 // and block byte counts follow ggml's own type list (ids that ggml retired, e.g. 4, 5 and 31-33, are absent
@@ -49,9 +50,9 @@ export type GgmlTypeName =
   | 'MXFP4';
 
 /** The weight encodings tenon lowers (one lowering kind each; src/model/lowering). */
-export type LoweringTypeName = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K';
+export type LoweringTypeName = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K' | 'Q4_1' | 'Q5_0' | 'Q5_1';
 
-export const LOWERING_TYPE_NAMES: readonly LoweringTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+export const LOWERING_TYPE_NAMES: readonly LoweringTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1'];
 
 export interface GgmlType {
   /** The id stored in a GGUF tensor info. */

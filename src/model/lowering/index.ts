@@ -1,5 +1,7 @@
-// The lowering kinds, by GGML type name and id: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K (Q4_K_M files mix
-// Q4_K and Q6_K). Each entry validates a tensor's geometry, dequantizes GGUF blocks exactly on the host and
+// The lowering kinds, by GGML type name and id: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_1, Q5_0, Q5_1
+// (Q4_K_M files mix Q4_K and Q6_K; where a row is not a whole number of 256-element super-blocks, as in
+// Qwen2.5-0.5B's 896-wide rows, llama.cpp's quantizer falls back from Q4_K to Q5_0, Q5_K to Q5_1 and Q6_K
+// to Q8_0). Each entry validates a tensor's geometry, dequantizes GGUF blocks exactly on the host and
 // repacks GGUF rows into the packed layout the qmatmul kernels read (src/submit/ops/qmatmul-layout.ts,
 // src/submit/ops/qmatmul.ts). Pure data and functions; see kind.ts for the contract.
 import { TenonError } from '../../errors.js';
@@ -7,7 +9,10 @@ import type { PackedKind } from '../../submit/ops/qmatmul-layout.js';
 import { bf16, f16, f32 } from './float.js';
 import type { LoweredGeometry, LoweringKind } from './kind.js';
 import { q4_0 } from './q4_0.js';
+import { q4_1 } from './q4_1.js';
 import { q4_k } from './q4_k.js';
+import { q5_0 } from './q5_0.js';
+import { q5_1 } from './q5_1.js';
 import { q6_k } from './q6_k.js';
 import { q8_0 } from './q8_0.js';
 
@@ -24,6 +29,9 @@ export const LOWERING_KINDS: Readonly<Record<PackedKind, LoweringKind>> = Object
   Q4_0: q4_0,
   Q4_K: q4_k,
   Q6_K: q6_k,
+  Q4_1: q4_1,
+  Q5_0: q5_0,
+  Q5_1: q5_1,
 });
 
 const BY_ID = new Map<number, LoweringKind>(Object.values(LOWERING_KINDS).map((k) => [k.ggmlTypeId, k]));

@@ -1,5 +1,5 @@
 // What a lowering kind is, and the checks every kind shares. A lowering kind is one GGUF weight encoding
-// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K): its block geometry in the file, the validation of a tensor's
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q4_1, Q5_0, Q5_1): its block geometry in the file, the validation of a tensor's
 // shape and byte count against it, an exact host dequantizer of GGUF blocks (the reference the tests and
 // the host reference path use), and the repacking of GGUF rows into the packed row layout the qmatmul
 // kernels and their host twins read (src/submit/ops/qmatmul-layout.ts).

@@ -4,8 +4,8 @@
 // and decodes them on the host. Nothing here allocates weights: decodePackedRow writes one row into a
 // caller's scratch array, so no f32 copy of a matrix ever exists.
 //
-// Why repack at all: GGUF blocks of Q8_0 (34 bytes), Q4_0 (18 bytes) and Q6_K (210 bytes) are not a
-// multiple of 4 bytes, so their fields sit at arbitrary byte offsets and WGSL (u32 loads only) cannot read
+// Why repack at all: GGUF blocks of Q8_0 (34 bytes), Q4_0 (18 bytes), Q5_0 (22 bytes) and Q6_K (210
+// bytes) are not a multiple of 4 bytes, so their fields sit at arbitrary byte offsets and WGSL (u32 loads only) cannot read
 // them without unaligned byte gathering. The packed form splits each row's blocks into planes of whole
 // u32 words, one plane per field, so that every field of every block is word-aligned, and invocation i of
 // a workgroup that walks a row reads word i of the quant plane (adjacent invocations, adjacent words).
@@ -27,31 +27,53 @@
 //                                              packed scale bytes and dmin (high half)
 //   Q6_K  256    32B words: 128 ql bytes       16B words: 64 qh   4B words: 16 int8      d: half plane  52B + ceil(B/2)
 //                                              bytes              scales
+//   Q4_1  32     4B words: 16 nibble bytes     B words: d (low    -                      -              5B
+//                                              half), m (high)
+//   Q5_0  32     4B words: 16 nibble bytes     B words: qh (the   d: half plane          -              5B + ceil(B/2)
+//                                              32 high bits)
+//   Q5_1  32     4B words: 16 nibble bytes     B words: qh        B words: d (low half)  -              6B
+//                                                                 and m (high half)
 //
-// Element order inside a block is GGUF's (see decodePackedRow): Q4_0 byte j holds element j (low nibble)
-// and j + 16 (high nibble); Q4_K byte 32c + l holds element 64c + l (low nibble, sub-block 2c) and
+// Element order inside a block is GGUF's (see decodePackedRow): Q4_0, Q4_1, Q5_0 and Q5_1 byte j holds
+// element j (low nibble) and j + 16 (high nibble), and Q5_0/Q5_1 bit e of qh is the fifth bit of element e; Q4_K byte 32c + l holds element 64c + l (low nibble, sub-block 2c) and
 // 64c + 32 + l (high nibble, sub-block 2c + 1); Q6_K follows GGML's two 128-element halves.
 //
 // A "unit" is what one invocation handles per step of its walk along a row: one word of plane 0 (F32:
-// one element; Q6_K: one qh word and the two ql words it completes, 16 elements).
+// one element; Q6_K: one qh word and the two ql words it completes, 16 elements; Q5_0/Q5_1: one nibble
+// word, whose 8 high bits sit in the block's qh word).
 import { TenonError } from '../../errors.js';
 
 /** The weight kinds the kernels read (GGML type names; src/model/ggml-types.ts lists their ids). */
-export type PackedKind = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K';
+export type PackedKind = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K' | 'Q4_1' | 'Q5_0' | 'Q5_1';
 
-export const PACKED_KINDS: readonly PackedKind[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+export const PACKED_KINDS: readonly PackedKind[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'Q4_1', 'Q5_0', 'Q5_1'];
 
-/** Elements per block of the classic quant formats (GGML QK8_0, QK4_0). */
+/** Elements per block of the classic quant formats (GGML QK8_0, QK4_0, QK4_1, QK5_0, QK5_1). */
 export const QK32 = 32;
 /** Elements per super-block of the k-quants (GGML QK_K). */
 export const QK_K = 256;
 
 /** Elements per block of each kind (a row is a whole number of blocks). */
-export const PACKED_BLOCK: Readonly<Record<PackedKind, number>> = { F32: 1, F16: 1, BF16: 1, Q8_0: QK32, Q4_0: QK32, Q4_K: QK_K, Q6_K: QK_K };
+export const PACKED_BLOCK: Readonly<Record<PackedKind, number>> = {
+  F32: 1,
+  F16: 1,
+  BF16: 1,
+  Q8_0: QK32,
+  Q4_0: QK32,
+  Q4_K: QK_K,
+  Q6_K: QK_K,
+  Q4_1: QK32,
+  Q5_0: QK32,
+  Q5_1: QK32,
+};
 
 /** Words per block of the quant planes (see the table above). */
 const Q8_0_QUANT_WORDS = QK32 / 4;
 const Q4_0_QUANT_WORDS = QK32 / 8;
+/** Q4_1, Q5_0 and Q5_1 share Q4_0's nibble plane (the 16 nibble bytes of a block are 4 words). */
+const NIBBLE_WORDS = QK32 / 8;
+/** Q5_0's quants are stored offset by 16 (0..31 for -16..15). */
+const Q5_OFFSET = 16;
 const Q4_K_QUANT_WORDS = QK_K / 8;
 const Q4_K_SCALE_WORDS = 3;
 const Q6_K_QL_WORDS = QK_K / 8;
@@ -118,6 +140,23 @@ export function packedRowLayout(kind: PackedKind, k: number, op = 'packedRowLayo
       const scales = qh + Q6_K_QH_WORDS * b;
       const d = scales + Q6_K_SCALE_WORDS * b;
       layout = { kind, k, blocks: b, rowWords: d + halfPlaneWords(b), planes: [qh, scales, d], units: Q6_K_QH_WORDS * b };
+      break;
+    }
+    case 'Q4_1': {
+      const dm = NIBBLE_WORDS * b;
+      layout = { kind, k, blocks: b, rowWords: dm + b, planes: [dm, 0, 0], units: NIBBLE_WORDS * b };
+      break;
+    }
+    case 'Q5_0': {
+      const qh = NIBBLE_WORDS * b;
+      const d = qh + b;
+      layout = { kind, k, blocks: b, rowWords: d + halfPlaneWords(b), planes: [qh, d, 0], units: NIBBLE_WORDS * b };
+      break;
+    }
+    case 'Q5_1': {
+      const qh = NIBBLE_WORDS * b;
+      const dm = qh + b;
+      layout = { kind, k, blocks: b, rowWords: dm + b, planes: [qh, dm, 0], units: NIBBLE_WORDS * b };
       break;
     }
   }
@@ -229,6 +268,11 @@ export function decodePackedRow(layout: PackedRowLayout, words: Uint32Array, row
       }
       return;
     }
+    case 'Q4_1':
+    case 'Q5_0':
+    case 'Q5_1':
+      decodeLegacyRow(layout, words, rowStart, out);
+      return;
     case 'Q4_K': {
       const [scalePlane, dmPlane] = layout.planes;
       for (let b = 0; b < blocks; b++) {
@@ -275,6 +319,56 @@ export function decodePackedRow(layout: PackedRowLayout, words: Uint32Array, row
         }
       }
       return;
+    }
+  }
+}
+
+/**
+ * Q4_1, Q5_0 and Q5_1 rows (the 32-element formats with a min or a fifth bit). Per block: a quant word j
+ * (0..3) holds elements 4j..4j+3 in its low nibbles and 16+4j..16+4j+3 in its high nibbles; for the
+ * 5-bit kinds bit e of the block's qh word is the high bit of element e. Values with ggml's f32
+ * operations: Q4_1 and Q5_1 q * d + m (the product rounded, then the sum), Q5_0 (q - 16) * d.
+ */
+function decodeLegacyRow(layout: PackedRowLayout, words: Uint32Array, rowStart: number, out: Float32Array): void {
+  const f = Math.fround;
+  const { kind, blocks, planes } = layout;
+  const half = QK32 / 2;
+  const fiveBits = kind !== 'Q4_1';
+  for (let b = 0; b < blocks; b++) {
+    let d: number;
+    let m = 0;
+    let qh = 0;
+    if (kind === 'Q4_1') {
+      const dm = words[rowStart + planes[0] + b]!;
+      d = halfToFloat(dm);
+      m = halfToFloat(dm >>> 16);
+    } else {
+      qh = words[rowStart + planes[0] + b]!;
+      if (kind === 'Q5_0') d = halfOfBlock(words, rowStart + planes[1], b);
+      else {
+        const dm = words[rowStart + planes[1] + b]!;
+        d = halfToFloat(dm);
+        m = halfToFloat(dm >>> 16);
+      }
+    }
+    for (let j = 0; j < NIBBLE_WORDS; j++) {
+      const word = words[rowStart + b * NIBBLE_WORDS + j]!;
+      for (let i = 0; i < 4; i++) {
+        const e = 4 * j + i;
+        let lo = (word >>> (8 * i)) & 0xf;
+        let hi = (word >>> (8 * i + 4)) & 0xf;
+        if (fiveBits) {
+          lo |= ((qh >>> e) & 1) << 4;
+          hi |= ((qh >>> (e + half)) & 1) << 4;
+        }
+        if (kind === 'Q5_0') {
+          out[b * QK32 + e] = f((lo - Q5_OFFSET) * d);
+          out[b * QK32 + half + e] = f((hi - Q5_OFFSET) * d);
+        } else {
+          out[b * QK32 + e] = f(f(lo * d) + m);
+          out[b * QK32 + half + e] = f(f(hi * d) + m);
+        }
+      }
     }
   }
 }

@@ -9,7 +9,7 @@
 // the parameters, which the op contract (types.ts) does not have. `qmatmulOp(kind, variant)` and
 // `selectQMatmul(kind, features)` are the one entry point.
 //
-// Kernel design (the same in all fourteen shaders, written for real GPUs; SwiftShader only checks them):
+// Kernel design (the same in all twenty shaders, written for real GPUs; SwiftShader only checks them):
 // a workgroup of WG invocations owns RN adjacent output columns (weight rows) for TM adjacent rows of x.
 // Its invocations walk the packed rows in "units" (one quant word each, see the layout module): unit u
 // goes to invocation u mod WG, so adjacent invocations load adjacent words (coalesced). Each unit is
@@ -35,8 +35,14 @@ import f32Plain from '../../../shaders/qmatmul_f32.wgsl?raw';
 import f32Subgroups from '../../../shaders/qmatmul_f32_subgroups.wgsl?raw';
 import q4_0Plain from '../../../shaders/qmatmul_q4_0.wgsl?raw';
 import q4_0Subgroups from '../../../shaders/qmatmul_q4_0_subgroups.wgsl?raw';
+import q4_1Plain from '../../../shaders/qmatmul_q4_1.wgsl?raw';
+import q4_1Subgroups from '../../../shaders/qmatmul_q4_1_subgroups.wgsl?raw';
 import q4_kPlain from '../../../shaders/qmatmul_q4_k.wgsl?raw';
 import q4_kSubgroups from '../../../shaders/qmatmul_q4_k_subgroups.wgsl?raw';
+import q5_0Plain from '../../../shaders/qmatmul_q5_0.wgsl?raw';
+import q5_0Subgroups from '../../../shaders/qmatmul_q5_0_subgroups.wgsl?raw';
+import q5_1Plain from '../../../shaders/qmatmul_q5_1.wgsl?raw';
+import q5_1Subgroups from '../../../shaders/qmatmul_q5_1_subgroups.wgsl?raw';
 import q6_kPlain from '../../../shaders/qmatmul_q6_k.wgsl?raw';
 import q6_kSubgroups from '../../../shaders/qmatmul_q6_k_subgroups.wgsl?raw';
 import q8_0Plain from '../../../shaders/qmatmul_q8_0.wgsl?raw';
@@ -67,6 +73,9 @@ const SHADERS: Readonly<Record<PackedKind, Readonly<Record<QMatmulVariant, strin
   Q4_0: { plain: q4_0Plain, subgroups: q4_0Subgroups },
   Q4_K: { plain: q4_kPlain, subgroups: q4_kSubgroups },
   Q6_K: { plain: q6_kPlain, subgroups: q6_kSubgroups },
+  Q4_1: { plain: q4_1Plain, subgroups: q4_1Subgroups },
+  Q5_0: { plain: q5_0Plain, subgroups: q5_0Subgroups },
+  Q5_1: { plain: q5_1Plain, subgroups: q5_1Subgroups },
 };
 
 /** Smallest and largest workgroup (powers of two; 256 is the WebGPU default limit every device meets). */

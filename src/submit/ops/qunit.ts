@@ -10,6 +10,9 @@
 //   Q4_0   4     1 quant word (low and high nibbles)       2       16            K / 8
 //   Q4_K   5     1 quant word (low and high nibbles)       2       32            K / 8
 //   Q6_K   6     1 qh word and the 2 ql words it completes 4       32            K / 16
+//   Q4_1   7     1 quant word (low and high nibbles)       2       16            K / 8
+//   Q5_0   8     1 quant word and its 8 bits of qh         2       16            K / 8
+//   Q5_1   9     1 quant word and its 8 bits of qh         2       16            K / 8
 //
 // For the quantized kinds a unit is exactly a unit of src/submit/ops/qmatmul-layout.ts; the float kinds
 // take four elements per unit (the tail past K is masked). Adjacent invocations take adjacent units, so
@@ -17,10 +20,10 @@
 import type { PackedKind, PackedRowLayout } from './qmatmul-layout.js';
 
 /** The WGSL `KIND` constant of each packed kind (the KIND_* constants of the shaders). */
-export const PACKED_KIND_ID: Readonly<Record<PackedKind, number>> = { F32: 0, F16: 1, BF16: 2, Q8_0: 3, Q4_0: 4, Q4_K: 5, Q6_K: 6 };
+export const PACKED_KIND_ID: Readonly<Record<PackedKind, number>> = { F32: 0, F16: 1, BF16: 2, Q8_0: 3, Q4_0: 4, Q4_K: 5, Q6_K: 6, Q4_1: 7, Q5_0: 8, Q5_1: 9 };
 
 /** Elements of one unit of the walk (4 per group). */
-export const UNIT_ELEMENTS: Readonly<Record<PackedKind, number>> = { F32: 4, F16: 4, BF16: 4, Q8_0: 4, Q4_0: 8, Q4_K: 8, Q6_K: 16 };
+export const UNIT_ELEMENTS: Readonly<Record<PackedKind, number>> = { F32: 4, F16: 4, BF16: 4, Q8_0: 4, Q4_0: 8, Q4_K: 8, Q6_K: 16, Q4_1: 8, Q5_0: 8, Q5_1: 8 };
 
 /** Units of the walk over one row of `layout`. */
 export function walkUnits(layout: PackedRowLayout): number {

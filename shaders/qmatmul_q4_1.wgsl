@@ -1,0 +1,92 @@
+// qmatmul_q4_1: out[m, n] = sum_k x[m, k] * W[n, k] with W in the packed Q4_1 layout
+// (src/submit/ops/qmatmul-layout.ts): each row holds `units` quant words (4 per 32-element block) and,
+// from word `plane1`, one word per block with its scale d (low half) and min m (high half). Byte j of
+// block b (word 4b + j / 4) holds element j in its low nibble and element j + 16 in its high nibble; an
+// element is q * d_b + m_b. A unit is one quant word: elements k0..k0+3 (low nibbles) and k0+16..k0+19
+// (high nibbles); per unit, sum (q d + m) x = d (q . x) + m (sum x).
+//
+// A workgroup of WG invocations owns weight rows n0..n0+RN-1 and x rows m0..m0+TM-1. Invocation `lid`
+// takes units lid, lid + WG, ... of each row (adjacent invocations read adjacent words), dequantizes
+// them in registers and accumulates in f32 for each of its TM rows of x (one weight load serves TM
+// rows). The RN * TM sums are then reduced over the workgroup by a shared-memory tree. Tail rows
+// (n >= N, m >= M) are clamped for loading and never stored. x [M, K] and out [M, N] are row-major f32.
+struct Params {
+  x_off: u32,
+  w_off: u32,
+  out_off: u32,
+  m: u32,
+  n: u32,
+  k: u32,
+  row_words: u32,
+  units: u32,
+  plane1: u32,
+  plane2: u32,
+  plane3: u32,
+  _pad0: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+// Invocations per workgroup: a power of two in 32..256.
+override WG: u32 = 64u;
+// Weight rows and x rows per workgroup; RN * TM <= MAX_ACC.
+override RN: u32 = 2u;
+override TM: u32 = 1u;
+const MAX_ACC: u32 = 8u;
+
+var<workgroup> red: array<f32, WG * MAX_ACC>;
+
+// x[row, k .. k + 3], `base` the element index of x[row, 0].
+fn x4(base: u32, k: u32) -> vec4f {
+  return vec4f(x[base + k], x[base + k + 1u], x[base + k + 2u], x[base + k + 3u]);
+}
+
+// The low and the high nibbles of a word's four bytes (byte 0 first).
+fn low_nibbles(v: u32) -> vec4f {
+  return vec4f(vec4u(v, v >> 8u, v >> 16u, v >> 24u) & vec4u(15u));
+}
+fn high_nibbles(v: u32) -> vec4f {
+  return vec4f(vec4u(v >> 4u, v >> 12u, v >> 20u, v >> 28u) & vec4u(15u));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups: vec3u,
+        @builtin(local_invocation_index) lid: u32) {
+  let n0 = (wid.x + wid.y * groups.x) * RN;
+  let m0 = wid.z * TM;
+  if (n0 >= p.n) { return; }
+  var acc: array<f32, MAX_ACC>;
+  for (var u = lid; u < p.units; u += WG) {
+    let b = u >> 2u;
+    let k0 = b * 32u + (u & 3u) * 4u;
+    for (var r = 0u; r < RN; r++) {
+      let row = p.w_off + min(n0 + r, p.n - 1u) * p.row_words;
+      let v = w[row + u];
+      let lo = low_nibbles(v);
+      let hi = high_nibbles(v);
+      let dm = unpack2x16float(w[row + p.plane1 + b]);
+      for (var i = 0u; i < TM; i++) {
+        let xb = p.x_off + min(m0 + i, p.m - 1u) * p.k;
+        let xl = x4(xb, k0);
+        let xh = x4(xb, k0 + 16u);
+        acc[r * TM + i] += dm.x * (dot(lo, xl) + dot(hi, xh)) + dm.y * (dot(xl, vec4f(1.0)) + dot(xh, vec4f(1.0)));
+      }
+    }
+  }
+  for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] = acc[a]; }
+  workgroupBarrier();
+  for (var s = WG >> 1u; s > 0u; s >>= 1u) {
+    if (lid < s) {
+      for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] += red[a * WG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lid < RN * TM) {
+    let r = lid / TM;
+    let i = lid % TM;
+    if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = red[lid * WG]; }
+  }
+}
