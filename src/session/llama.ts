@@ -1,7 +1,29 @@
-// LlamaForward: the llama2.c architecture on tenon's runtime (WebGPU or host provider), built from the op
-// library as compiled graphs.
+// LlamaForward: the forward pass of every architecture in the model layer's table (src/model
+// architecture.ts: llama, llama with routed experts, qwen2), built from a LoadedModel and its
+// materialised weights as compiled graphs of the op library. The architecture entry and the validated
+// config decide every difference, read once at construction: Q/K/V biases (entry.attentionBias), the
+// RoPE pairing (entry.ropeStyle), per-frequency RoPE factors (config.ropeFreqs), a dense or routed FFN
+// (entry.ffn, entry.routing), and whether the classifier is the token embedding (config.tiedOutput).
+// There is no branch on an architecture's name. llama2.c checkpoints arrive as `llama` LoadedModels with
+// F32 tensors and run through the same code.
 //
-// Ownership: one AllocationGroup (the model state) owns every weight tensor, the per-layer KV caches and
+// Weights. Every quantized or half-precision matrix is read by the qmatmul op of its lowering kind
+// (src/submit/ops/qmatmul.ts); F32 matrices keep the f32 tiled matmul_nt the llama2.c path was built on
+// (so a llama2.c model computes exactly what it computed before GGUF support); the token embedding is
+// read by gather (F32) or qgather (other kinds); routed experts by router
+// qmatmul -> moe_route -> qmatmul_expert (gate, up) -> silu_mul -> qmatmul_expert (down) -> moe_combine
+// into the residual, in the same submission as everything else (the routing never visits the host).
+// A weight that materializeWeights split into row parts (binding limits) runs as one dispatch per part,
+// each computing the output columns of its rows with the same kernel and tiling as the unsplit weight
+// (a qmatmul's tiling depends only on M and K, so every output element is summed in the same order and
+// the split result is bit-identical): for one row of x the part writes its slice of the output directly;
+// for M > 1 rows it writes a [M, rows] scratch whose rows kv_write then copies into place. A split
+// embedding gathers each token from every part (ids outside a part give a zero row there) into a scratch
+// of P blocks, and one f32 gather then selects each token's row from the block of the part holding it (an
+// exact copy, so -0 and every bit survive). Expert tensors are split only between whole experts
+// (qmatmul_expert's expertBase: pairs routed elsewhere keep their rows).
+//
+// Ownership: one AllocationGroup (the model state) owns every weight part, the per-layer KV caches and
 // the activation buffers. Between steps the forward holds it; during a step it is moved into the
 // runtime's retirement record and comes back through the bundle. If a step ends completion-unproven the
 // state is gone for good (retained forever by the runtime) and the forward refuses further steps
@@ -18,29 +40,46 @@
 // forward whose caller never asks has neither the buffer nor the copy dispatches.
 // Thread: the runtime's.
 import { TenonError } from '../errors.js';
-import { createAllocationGroup, fromArray, zeros } from '../storage/index.js';
+import { zeros } from '../storage/index.js';
 import type { AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
 import {
-  RMSNORM_EPS,
-  ROPE_THETA,
+  ROPE_MAX_POSITION,
   addInplace,
   argmax,
   attention,
+  biasAdd,
   gather,
   kvWrite,
   matmulNT,
+  moeCombine,
+  moeRoute,
+  qgatherOp,
+  qmatmulExpertOp,
+  qmatmulOp,
+  qmatmulVariant,
   rmsnorm,
   rope,
+  ropeTable,
   siluMul,
 } from '../submit/index.js';
-import type { CompiledGraph, DispatchSpec, GraphInput, Runtime, StepValues } from '../submit/index.js';
-import type { LlamaConfig, LlamaModelFile } from '../model/index.js';
+import type { CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, RopeStyle, Runtime, StepValues } from '../submit/index.js';
+import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
+import type { ArchitectureEntry, LayerRole, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, WeightTensor } from '../model/index.js';
 
 export interface LlamaForwardOptions {
-  /** Cache length in positions (default and maximum: the model's seqLen). */
+  /** Cache length in positions (default: the model's context length, at most DEFAULT_MAX_SEQ; maximum: the context length). */
   readonly maxSeq?: number;
   /** Largest number of tokens one step processes (prefill chunk); default 64. */
   readonly maxBatch?: number;
+  /**
+   * A binding limit in bytes below the provider's: weights larger than it are split by rows into parts
+   * (materializeWeights); activation buffers must fit it (ENOMEM `activation-exceeds-binding`).
+   */
+  readonly maxBindingBytes?: number;
+  /** Progress of the weight upload (materializeWeights). */
+  readonly onProgress?: (progress: MaterializeProgress) => void;
+  /** Aborts the weight upload (ECANCELED `aborted`; nothing stays allocated). */
+  readonly signal?: AbortSignal;
 }
 
 /** What one step leaves behind for the caller. */
@@ -74,10 +113,16 @@ export const NO_ARGMAX = -1;
 const NO_LOGITS = new Float32Array(0);
 
 const DEFAULT_MAX_BATCH = 64;
+/** Default cache length for models whose context is longer (a 128K-context model would need gigabytes of KV). */
+export const DEFAULT_MAX_SEQ = 4096;
 const F32_BYTES = 4;
+const U32_BYTES = 4;
+/** An id no part holds: qgather and gather give a zero row for it. */
+const NO_ROW = 0xffff_ffff;
 
 interface GraphEntry {
   readonly graph: CompiledGraph;
+  /** The ids buffer of this T: [T] ids, or for a split embedding P blocks of per-part ids and the selection. */
   readonly ids: DescriptorSlot;
   readonly logits: DescriptorSlot;
   readonly next: DescriptorSlot;
@@ -88,38 +133,165 @@ interface Allocation {
   readonly slot: DescriptorSlot;
 }
 
+/** One row part of a weight as the graphs bind it. */
+interface Part {
+  readonly firstRow: number;
+  readonly rows: number;
+  readonly slot: DescriptorSlot;
+  readonly shape: readonly number[];
+}
+
+/** A matrix (or expert tensor) as the graphs read it: rows of `k` elements in `parts`. */
+interface Matrix {
+  readonly name: string;
+  readonly kind: PackedKind;
+  readonly dtype: 'f32' | 'u32';
+  /** Rows in all (experts * rows per expert for expert tensors). */
+  readonly rows: number;
+  readonly k: number;
+  /** Rows of one matrix (an expert's rows; all rows for 2-D weights). */
+  readonly matrixRows: number;
+  readonly parts: readonly Part[];
+}
+
+interface DenseFfn {
+  readonly kind: 'dense';
+  readonly gate: Matrix;
+  readonly up: Matrix;
+  readonly down: Matrix;
+}
+
+interface RoutedFfn {
+  readonly kind: 'routed';
+  readonly router: Matrix;
+  readonly gate: Matrix;
+  readonly up: Matrix;
+  readonly down: Matrix;
+  readonly experts: number;
+  readonly used: number;
+  readonly renormalize: boolean;
+}
+
 interface LayerSlots {
-  readonly rmsAtt: DescriptorSlot;
-  readonly wq: DescriptorSlot;
-  readonly wk: DescriptorSlot;
-  readonly wv: DescriptorSlot;
-  readonly wo: DescriptorSlot;
-  readonly rmsFfn: DescriptorSlot;
-  readonly w1: DescriptorSlot;
-  readonly w2: DescriptorSlot;
-  readonly w3: DescriptorSlot;
+  readonly attnNorm: DescriptorSlot;
+  readonly q: Matrix;
+  readonly k: Matrix;
+  readonly v: Matrix;
+  readonly o: Matrix;
+  /** Q/K/V biases, present exactly when the entry says the architecture has them. */
+  readonly bias: { readonly q: DescriptorSlot; readonly k: DescriptorSlot; readonly v: DescriptorSlot } | undefined;
+  readonly ffnNorm: DescriptorSlot;
+  readonly ffn: DenseFfn | RoutedFfn;
   readonly kCache: DescriptorSlot;
   readonly vCache: DescriptorSlot;
 }
 
-/** Activation buffers sized for maxBatch rows; graphs bind aliases with their own T. */
-const ACTIVATIONS = ['x', 'xb', 'xb2', 'q', 'k', 'v', 'att', 'hb', 'hb2', 'hb3'] as const;
-type ActivationName = (typeof ACTIVATIONS)[number];
+/** What the forward reads of the architecture entry and config, fixed at construction. */
+interface ForwardPlan {
+  readonly ropeStyle: RopeStyle;
+  /** Per-pair RoPE frequency divisors (rope_freqs), when the model has them. */
+  readonly ropeFactors: Float32Array | undefined;
+  readonly eps: number;
+  readonly theta: number;
+}
+
+function unsupported(reason: string, message: string, ids?: Record<string, string | number>): never {
+  throw new TenonError('ENOTSUP', message, ids === undefined ? { op: 'LlamaForward.create', reason } : { op: 'LlamaForward.create', reason, ids });
+}
+
+function matrixOf(w: WeightTensor): Matrix {
+  return {
+    name: w.name,
+    kind: w.kind,
+    dtype: w.dtype,
+    rows: w.rows,
+    k: w.rowElements,
+    matrixRows: w.matrixRows,
+    parts: w.parts.map((p) => ({ firstRow: p.firstRow, rows: p.rows, slot: p.slot, shape: [p.rows, w.packedRowWords] })),
+  };
+}
+
+/** A norm weight or bias: F32, one part (architecture.ts makes vectors F32; a vector row fits any binding that fits a row). */
+function vectorOf(w: WeightTensor): DescriptorSlot {
+  if (w.dtype !== 'f32' || w.parts.length !== 1) unsupported('unsupported-tensor-kind', `vector ${w.name} must be one F32 part`, { tensor: w.name });
+  return w.parts[0]!.slot;
+}
+
+function need<T>(value: T | undefined, name: string): T {
+  if (value === undefined) unsupported('missing-tensor', `the forward pass needs ${name}`, { tensor: name });
+  return value;
+}
+
+/** Reads the f32 values of rope_freqs (little-endian) and checks them (finite, positive). */
+async function ropeFactorsOf(model: LoadedModel): Promise<Float32Array | undefined> {
+  const t = model.globals.ropeFreqs;
+  if (!model.config.ropeFreqs || t === undefined) return undefined;
+  const bytes = await t.readRows(0, t.geometry.rows);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float32Array(bytes.byteLength / F32_BYTES);
+  for (let i = 0; i < out.length; i++) {
+    const v = view.getFloat32(i * F32_BYTES, true);
+    if (!Number.isFinite(v) || !(v > 0)) throw new TenonError('EINVAL', `rope_freqs[${i}] is ${v}; factors must be finite and positive`, { op: 'LlamaForward.create', reason: 'bad-rope-freqs', ids: { index: i } });
+    out[i] = v;
+  }
+  return out;
+}
+
+/** Activation buffers: name -> [element type, row width] for maxBatch rows. */
+function activationWidths(c: ModelConfig, entry: ArchitectureEntry): Record<string, readonly [DType, number]> {
+  const widths: Record<string, readonly [DType, number]> = {
+    x: ['f32', c.dim],
+    xb: ['f32', c.dim],
+    xb2: ['f32', c.dim],
+    q: ['f32', c.qDim],
+    k: ['f32', c.kvDim],
+    v: ['f32', c.kvDim],
+    att: ['f32', c.qDim],
+  };
+  if (entry.ffn === 'routed') {
+    const used = c.expertsUsed;
+    Object.assign(widths, {
+      routerLogits: ['f32', c.experts],
+      routeIds: ['u32', used],
+      routeWeights: ['f32', used],
+      expertGate: ['f32', used * c.ffnDim],
+      expertUp: ['f32', used * c.ffnDim],
+      expertHidden: ['f32', used * c.ffnDim],
+      expertOut: ['f32', used * c.dim],
+    });
+  } else {
+    Object.assign(widths, { hb: ['f32', c.ffnDim], hb2: ['f32', c.ffnDim], hb3: ['f32', c.ffnDim] });
+  }
+  return widths;
+}
 
 export class LlamaForward {
-  readonly config: LlamaConfig;
+  readonly model: LoadedModel;
+  readonly config: ModelConfig;
   readonly runtime: Runtime;
   readonly maxSeq: number;
   readonly maxBatch: number;
+  /** Packed weight bytes in all and by lowering kind. */
+  readonly weightBytes: number;
+  readonly weightBytesByKind: Readonly<Partial<Record<LoweringKindName, number>>>;
+  /** Bytes of every activation buffer (not the KV caches, not the observation buffer). */
+  readonly #activationBytes: number;
   /** Owned between steps; moved into the runtime during one. Undefined once lost. */
   #group: AllocationGroup | undefined;
-  readonly #embed: DescriptorSlot;
-  readonly #wcls: DescriptorSlot;
-  readonly #rmsFinal: DescriptorSlot;
+  readonly #plan: ForwardPlan;
+  readonly #variant: QMatmulVariant;
+  readonly #embed: Matrix;
+  readonly #classifier: Matrix;
+  readonly #outputNorm: DescriptorSlot;
   readonly #layers: readonly LayerSlots[];
-  readonly #act: Readonly<Record<ActivationName, Allocation>>;
+  readonly #act: Readonly<Record<string, Allocation>>;
+  /** Ids of one step: [maxBatch], or (parts + 1) blocks of maxBatch for a split embedding. */
   readonly #ids: Allocation;
-  readonly #logits: DescriptorSlot;
+  /** Split embedding: one [maxBatch, dim] block per part. */
+  readonly #embedScratch: Allocation | undefined;
+  /** Split matrices at M > 1: [maxBatch, rows of the largest part]. */
+  readonly #splitScratch: Allocation | undefined;
+  readonly #logits: Allocation;
   readonly #next: DescriptorSlot;
   /** Per-row logits [maxBatch, vocab] and argmax [maxBatch] for verification passes. */
   readonly #rowLogits: Allocation;
@@ -129,94 +301,194 @@ export class LlamaForward {
   #hidden: Allocation | undefined;
   #lost: TenonError | undefined;
 
-  private constructor(runtime: Runtime, config: LlamaConfig, maxSeq: number, maxBatch: number, group: AllocationGroup, slots: {
-    embed: DescriptorSlot;
-    wcls: DescriptorSlot;
-    rmsFinal: DescriptorSlot;
-    layers: LayerSlots[];
-    act: Record<ActivationName, Allocation>;
-    ids: Allocation;
-    logits: DescriptorSlot;
-    next: DescriptorSlot;
-    rowLogits: Allocation;
-    rowNext: Allocation;
-  }) {
+  private constructor(
+    runtime: Runtime,
+    model: LoadedModel,
+    weights: MaterializedWeights,
+    maxSeq: number,
+    maxBatch: number,
+    group: AllocationGroup,
+    parts: {
+      plan: ForwardPlan;
+      variant: QMatmulVariant;
+      embed: Matrix;
+      classifier: Matrix;
+      outputNorm: DescriptorSlot;
+      layers: LayerSlots[];
+      act: Record<string, Allocation>;
+      ids: Allocation;
+      embedScratch: Allocation | undefined;
+      splitScratch: Allocation | undefined;
+      logits: Allocation;
+      next: DescriptorSlot;
+      rowLogits: Allocation;
+      rowNext: Allocation;
+      activationBytes: number;
+    },
+  ) {
     this.runtime = runtime;
-    this.config = config;
+    this.model = model;
+    this.config = model.config;
     this.maxSeq = maxSeq;
     this.maxBatch = maxBatch;
+    this.weightBytes = weights.packedBytes;
+    this.weightBytesByKind = weights.bytesByKind;
     this.#group = group;
-    this.#embed = slots.embed;
-    this.#wcls = slots.wcls;
-    this.#rmsFinal = slots.rmsFinal;
-    this.#layers = slots.layers;
-    this.#act = slots.act;
-    this.#ids = slots.ids;
-    this.#logits = slots.logits;
-    this.#next = slots.next;
-    this.#rowLogits = slots.rowLogits;
-    this.#rowNext = slots.rowNext;
+    this.#plan = parts.plan;
+    this.#variant = parts.variant;
+    this.#embed = parts.embed;
+    this.#classifier = parts.classifier;
+    this.#outputNorm = parts.outputNorm;
+    this.#layers = parts.layers;
+    this.#act = parts.act;
+    this.#ids = parts.ids;
+    this.#embedScratch = parts.embedScratch;
+    this.#splitScratch = parts.splitScratch;
+    this.#logits = parts.logits;
+    this.#next = parts.next;
+    this.#rowLogits = parts.rowLogits;
+    this.#rowNext = parts.rowNext;
+    this.#activationBytes = parts.activationBytes;
   }
 
   /**
-   * Uploads every weight of `model` to the runtime's provider (one tensor per weight and layer), allocates
-   * the KV caches and activations, and checks the architecture against what the ops support, all before
-   * the forward exists. On failure everything allocated so far is released.
+   * Uploads every weight of `model` to the runtime's provider (materializeWeights: packed by lowering
+   * kind, split by rows under the binding limit), allocates the KV caches and activations, and checks
+   * what the kernels need, all before the forward exists. Refusals before any allocation: EINVAL
+   * `bad-max-seq` | `bad-max-batch` | `bad-rope-freqs`, ENOMEM `activation-exceeds-binding` (a buffer
+   * of maxBatch rows passes the binding limit: use a smaller maxBatch), ENOTSUP `expert-split` (an expert
+   * tensor whose parts would cut an expert), and materializeWeights' own. On failure everything allocated
+   * so far is released.
    */
-  static async create(runtime: Runtime, model: LlamaModelFile, options: LlamaForwardOptions = {}): Promise<LlamaForward> {
+  static async create(runtime: Runtime, model: LoadedModel, options: LlamaForwardOptions = {}): Promise<LlamaForward> {
     const op = 'LlamaForward.create';
     const c = model.config;
-    const maxSeq = options.maxSeq ?? c.seqLen;
+    const entry = model.architecture;
+    const maxSeq = options.maxSeq ?? Math.min(c.contextLength, DEFAULT_MAX_SEQ);
     const maxBatch = Math.min(options.maxBatch ?? DEFAULT_MAX_BATCH, maxSeq);
-    if (!Number.isSafeInteger(maxSeq) || maxSeq < 1 || maxSeq > c.seqLen) {
-      throw new TenonError('EINVAL', `maxSeq must be in 1..${c.seqLen}`, { op, reason: 'bad-max-seq' });
+    if (!Number.isSafeInteger(maxSeq) || maxSeq < 1 || maxSeq > c.contextLength) {
+      throw new TenonError('EINVAL', `maxSeq must be in 1..${c.contextLength}`, { op, reason: 'bad-max-seq' });
     }
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) throw new TenonError('EINVAL', 'maxBatch must be a positive integer', { op, reason: 'bad-max-batch' });
-    if (c.headSize % 2 !== 0 || c.nHeads % c.nKvHeads !== 0) {
-      throw new TenonError('EINVAL', 'heads do not fit the attention kernels', { op, reason: 'unsupported-architecture' });
-    }
     const provider = runtime.provider as HostProvider | WebGPUProvider;
-    const group = createAllocationGroup();
+    const ropeFactors = await ropeFactorsOf(model);
+    const plan: ForwardPlan = { ropeStyle: entry.ropeStyle, ropeFactors, eps: c.rmsEps, theta: c.ropeTheta };
+    let fastest = 0;
+    for (const f of ropeTable({ count: 1, heads: 1, headDim: c.headDim, pos0: 0, theta: plan.theta, ...(ropeFactors === undefined ? {} : { freqFactors: ropeFactors }) })) fastest = Math.max(fastest, f);
+    if ((maxSeq - 1) * fastest > ROPE_MAX_POSITION) {
+      throw new TenonError('EINVAL', `RoPE angles past ${ROPE_MAX_POSITION} radians: maxSeq must be smaller`, { op, reason: 'bad-max-seq' });
+    }
+
+    // Everything that can be refused is refused before the first allocation.
+    const limit = bindingLimit(provider, options.maxBindingBytes);
+    const layout = planWeights(model, provider, options.maxBindingBytes === undefined ? {} : { maxBindingBytes: options.maxBindingBytes });
+    const partsOf = new Map(layout.tensors.map((t) => [t.name, t.parts]));
+    if (entry.ffn === 'routed') {
+      for (const t of model.tensors) {
+        if (t.geometry.shape.length !== 3) continue;
+        const matrixRows = t.geometry.shape[1]!;
+        for (const p of partsOf.get(t.name)!) {
+          if (p.firstRow % matrixRows !== 0 || p.rows % matrixRows !== 0) {
+            unsupported('expert-split', `a binding of ${limit} bytes cannot hold one expert of ${t.name}`, { tensor: t.name, limit });
+          }
+        }
+      }
+    }
+    const embedParts = partsOf.get(model.globals.tokenEmbedding.name)!.length;
+    const classifierTensor = c.tiedOutput ? model.globals.tokenEmbedding : model.globals.output;
+    let largestSplitPart = 0;
+    for (const t of model.tensors) {
+      const parts = partsOf.get(t.name)!;
+      if (parts.length > 1 && t !== model.globals.tokenEmbedding) for (const p of parts) largestSplitPart = Math.max(largestSplitPart, p.rows);
+    }
+    if (partsOf.get(classifierTensor.name)!.length > 1) for (const p of partsOf.get(classifierTensor.name)!) largestSplitPart = Math.max(largestSplitPart, p.rows);
+    const widths = activationWidths(c, entry);
+    const buffers: [string, number][] = [
+      ...Object.entries(widths).map(([name, [, width]]): [string, number] => [name, maxBatch * width * F32_BYTES]),
+      ['ids', (embedParts > 1 ? embedParts + 1 : 1) * maxBatch * U32_BYTES],
+      ['rowLogits', maxBatch * c.vocabSize * F32_BYTES],
+      ['kvCache', maxSeq * c.kvDim * F32_BYTES],
+      ...(embedParts > 1 ? [['embedScratch', embedParts * maxBatch * c.dim * F32_BYTES] as [string, number]] : []),
+      ...(largestSplitPart > 0 ? [['splitScratch', maxBatch * largestSplitPart * F32_BYTES] as [string, number]] : []),
+    ];
+    for (const [name, bytes] of buffers) {
+      if (bytes > limit) {
+        throw new TenonError('ENOMEM', `${name} takes ${bytes} bytes, a binding at most ${limit}; use a smaller maxBatch or maxSeq`, { op, reason: 'activation-exceeds-binding', ids: { buffer: name, bytes, limit } });
+      }
+    }
+
+    const weights = await materializeWeights(model, provider, {
+      ...(options.maxBindingBytes === undefined ? {} : { maxBindingBytes: options.maxBindingBytes }),
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+    const group = weights.group.take();
     try {
-      const w = model.weights;
-      const put = async (dtype: DType, data: Float32Array, shape: number[]): Promise<Allocation> => {
-        const r = group.insert(await fromArray(provider, dtype as 'f32', data, shape));
-        return { allocation: r.allocation, slot: r.descriptor };
-      };
-      const blank = async (dtype: DType, shape: number[]): Promise<Allocation> => {
+      let activationBytes = 0;
+      const blank = async (dtype: DType, shape: number[], activation = true): Promise<Allocation> => {
         const r = group.insert(await zeros(provider, dtype, shape));
+        if (activation) activationBytes += shape.reduce((a, b) => a * b, 1) * (dtype === 'u32' ? U32_BYTES : F32_BYTES);
         return { allocation: r.allocation, slot: r.descriptor };
       };
-      const { dim, hiddenDim: hidden, kvDim, vocabSize: vocab } = c;
-      const embed = (await put('f32', w.tokenEmbedding, [vocab, dim])).slot;
       const layers: LayerSlots[] = [];
-      for (let l = 0; l < c.nLayers; l++) {
-        const row = (a: Float32Array, size: number) => a.subarray(l * size, (l + 1) * size);
+      for (let l = 0; l < c.layers; l++) {
+        const w = weights.layers[l]!;
+        const role = (r: LayerRole): WeightTensor => need<WeightTensor>(w[r], `blk.${l} ${r}`);
+        const ffn: DenseFfn | RoutedFfn =
+          entry.ffn === 'routed'
+            ? {
+                kind: 'routed',
+                router: matrixOf(role('ffnRouter')),
+                gate: matrixOf(role('ffnGateExperts')),
+                up: matrixOf(role('ffnUpExperts')),
+                down: matrixOf(role('ffnDownExperts')),
+                experts: c.experts,
+                used: c.expertsUsed,
+                renormalize: need(entry.routing, 'routing').renormalize,
+              }
+            : { kind: 'dense', gate: matrixOf(role('ffnGate')), up: matrixOf(role('ffnUp')), down: matrixOf(role('ffnDown')) };
         layers.push({
-          rmsAtt: (await put('f32', row(w.rmsAtt, dim), [dim])).slot,
-          wq: (await put('f32', row(w.wq, dim * dim), [dim, dim])).slot,
-          wk: (await put('f32', row(w.wk, kvDim * dim), [kvDim, dim])).slot,
-          wv: (await put('f32', row(w.wv, kvDim * dim), [kvDim, dim])).slot,
-          wo: (await put('f32', row(w.wo, dim * dim), [dim, dim])).slot,
-          rmsFfn: (await put('f32', row(w.rmsFfn, dim), [dim])).slot,
-          w1: (await put('f32', row(w.w1, hidden * dim), [hidden, dim])).slot,
-          w2: (await put('f32', row(w.w2, dim * hidden), [dim, hidden])).slot,
-          w3: (await put('f32', row(w.w3, hidden * dim), [hidden, dim])).slot,
-          kCache: (await blank('f32', [maxSeq, kvDim])).slot,
-          vCache: (await blank('f32', [maxSeq, kvDim])).slot,
+          attnNorm: vectorOf(role('attnNorm')),
+          q: matrixOf(role('attnQ')),
+          k: matrixOf(role('attnK')),
+          v: matrixOf(role('attnV')),
+          o: matrixOf(role('attnOutput')),
+          bias: entry.attentionBias ? { q: vectorOf(role('attnQBias')), k: vectorOf(role('attnKBias')), v: vectorOf(role('attnVBias')) } : undefined,
+          ffnNorm: vectorOf(role('ffnNorm')),
+          ffn,
+          kCache: (await blank('f32', [maxSeq, c.kvDim], false)).slot,
+          vCache: (await blank('f32', [maxSeq, c.kvDim], false)).slot,
         });
       }
-      const rmsFinal = (await put('f32', w.rmsFinal, [dim])).slot;
-      const wcls = model.sharedClassifier ? embed : (await put('f32', w.wcls, [vocab, dim])).slot;
-      const widths: Record<ActivationName, number> = { x: dim, xb: dim, xb2: dim, q: dim, k: kvDim, v: kvDim, att: dim, hb: hidden, hb2: hidden, hb3: hidden };
-      const act = {} as Record<ActivationName, Allocation>;
-      for (const name of ACTIVATIONS) act[name] = await blank('f32', [maxBatch, widths[name]]);
-      const ids = await blank('u32', [maxBatch]);
-      const logits = (await blank('f32', [1, vocab])).slot;
+      const act: Record<string, Allocation> = {};
+      for (const [name, [dtype, width]] of Object.entries(widths)) act[name] = await blank(dtype, [maxBatch, width]);
+      const embed = matrixOf(weights.globals.tokenEmbedding);
+      const classifier = matrixOf(c.tiedOutput ? weights.globals.tokenEmbedding : weights.globals.output);
+      const ids = await blank('u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * maxBatch]);
+      const embedScratch = embed.parts.length > 1 ? await blank('f32', [embed.parts.length * maxBatch, c.dim]) : undefined;
+      const splitScratch = largestSplitPart > 0 ? await blank('f32', [maxBatch * largestSplitPart]) : undefined;
+      const logits = await blank('f32', [1, c.vocabSize]);
       const next = (await blank('u32', [1])).slot;
-      const rowLogits = await blank('f32', [maxBatch, vocab]);
+      const rowLogits = await blank('f32', [maxBatch, c.vocabSize]);
       const rowNext = await blank('u32', [maxBatch]);
-      return new LlamaForward(runtime, c, maxSeq, maxBatch, group, { embed, wcls, rmsFinal, layers, act, ids, logits, next, rowLogits, rowNext });
+      const variant: QMatmulVariant = provider.kind === 'webgpu' ? qmatmulVariant(provider as WebGPUProvider) : 'plain';
+      return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, group, {
+        plan,
+        variant,
+        embed,
+        classifier,
+        outputNorm: vectorOf(weights.globals.outputNorm),
+        layers,
+        act,
+        ids,
+        embedScratch,
+        splitScratch,
+        logits,
+        next,
+        rowLogits,
+        rowNext,
+        activationBytes,
+      });
     } catch (err) {
       group.dispose();
       throw err;
@@ -244,9 +516,19 @@ export class LlamaForward {
     return this.#layers.length;
   }
 
+  /** Row parts of the token embedding and of the classifier (1 each unless a binding limit split them). */
+  get parts(): { readonly embedding: number; readonly classifier: number } {
+    return { embedding: this.#embed.parts.length, classifier: this.#classifier.parts.length };
+  }
+
   /** Bytes of the layer-observation buffer: 0 until a run asked for layer outputs. */
   get observationBytes(): number {
     return this.#hidden === undefined ? 0 : this.#layers.length * this.maxBatch * this.config.dim * F32_BYTES;
+  }
+
+  /** Bytes of the activation buffers (ids, scratch, logits included) plus the observation buffer. */
+  get activationBytes(): number {
+    return this.#activationBytes + this.observationBytes;
   }
 
   /**
@@ -276,7 +558,7 @@ export class LlamaForward {
     const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, layers, group);
     {
       using m = group.viewMut<'u32'>(ids);
-      await m.write(Uint32Array.from(tokens));
+      await m.write(this.#idsFor(tokens));
     }
     this.#group = undefined;
     const handle = await this.runtime.submit(graph, group, { step: { pos: pos0 } }).catch((err: unknown) => {
@@ -331,88 +613,198 @@ export class LlamaForward {
     return this.#group;
   }
 
+  /**
+   * The ids buffer's contents for one step: the ids themselves, or for an embedding in P parts, P blocks
+   * of T ids relative to each part (NO_ROW where the part does not hold the token) and a block of T
+   * selections (row p * T + t of the gathered blocks: the block of the part holding token t).
+   */
+  #idsFor(tokens: readonly number[]): Uint32Array {
+    const parts = this.#embed.parts;
+    if (parts.length === 1) return Uint32Array.from(tokens);
+    const T = tokens.length;
+    const out = new Uint32Array((parts.length + 1) * T).fill(NO_ROW);
+    tokens.forEach((id, t) => {
+      const p = parts.findIndex((part) => id >= part.firstRow && id < part.firstRow + part.rows);
+      out[p * T + t] = id - parts[p]!.firstRow;
+      out[parts.length * T + t] = p * T + t;
+    });
+    return out;
+  }
+
   #graphFor(T: number, allRows: boolean, layers: boolean, group: AllocationGroup): GraphEntry {
     const key = `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}`;
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
-    const { dim, hiddenDim: hidden, kvDim, vocabSize: vocab, nHeads, nKvHeads, headSize } = c;
+    const plan = this.#plan;
+    const { dim, qDim, kvDim, vocabSize: vocab, heads, kvHeads, headDim } = c;
     const inputs: Record<string, GraphInput> = {};
-    const declare = (name: string, slot: DescriptorSlot, dtype: DType, shape: number[]): string => {
+    const declare = (name: string, slot: DescriptorSlot, dtype: DType, shape: readonly number[]): string => {
       inputs[name] = { slot, dtype, shape };
       return name;
     };
+    let aliases = 0;
+    /** A new name for `shape` elements of `allocation` starting at element `at` (f32 or u32). */
+    const view = (allocation: AllocationSlot, dtype: DType, shape: readonly number[], at: number): string =>
+      declare(`view${aliases++}`, group.alias(allocation, dtype, { shape: [...shape], byteOffset: at * F32_BYTES }), dtype, shape);
     // Aliases of the activation buffers with exactly T rows (descriptor slots are append-only and cheap).
-    const rows = (name: ActivationName, width: number): string =>
-      declare(name, T === this.maxBatch ? this.#act[name].slot : group.alias(this.#act[name].allocation, 'f32', { shape: [T, width] }), 'f32', [T, width]);
-    const x = rows('x', dim);
-    const xb = rows('xb', dim);
-    const xb2 = rows('xb2', dim);
-    const q = rows('q', dim);
-    const k = rows('k', kvDim);
-    const v = rows('v', kvDim);
-    const att = rows('att', dim);
-    const hb = rows('hb', hidden);
-    const hb2 = rows('hb2', hidden);
-    const hb3 = rows('hb3', hidden);
-    const idsSlot = T === this.maxBatch ? this.#ids.slot : group.alias(this.#ids.allocation, 'u32', { shape: [T] });
-    const ids = declare('ids', idsSlot, 'u32', [T]);
-    const last = allRows ? xb : declare('xbLast', group.alias(this.#act.xb.allocation, 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * 4 }), 'f32', [1, dim]);
-    const outRows = allRows ? T : 1;
-    const embed = declare('embed', this.#embed, 'f32', [vocab, dim]);
-    const wcls = this.#wcls === this.#embed ? embed : declare('wcls', this.#wcls, 'f32', [vocab, dim]);
-    const rmsFinal = declare('rmsFinal', this.#rmsFinal, 'f32', [dim]);
-    const logitsSlot = allRows ? group.alias(this.#rowLogits.allocation, 'f32', { shape: [T, vocab] }) : this.#logits;
-    const nextSlot = allRows ? group.alias(this.#rowNext.allocation, 'u32', { shape: [T] }) : this.#next;
-    const logits = declare('logits', logitsSlot, 'f32', [outRows, vocab]);
-    const next = declare('next', nextSlot, 'u32', [outRows]);
-
-    const pos = (s: StepValues): number => s['pos'] ?? 0;
+    const rows = (name: string, shape: readonly number[]): string => {
+      const a = this.#act[name]!;
+      const dtype: DType = name === 'routeIds' ? 'u32' : 'f32';
+      return declare(name, T === this.maxBatch && shape.length === 2 ? a.slot : group.alias(a.allocation, dtype, { shape: [...shape] }), dtype, shape);
+    };
     const d: DispatchSpec<never>[] = [];
     const add = <P>(kernel: DispatchSpec<P>['kernel'], bind: string[], params: DispatchSpec<P>['params']): void => {
       d.push({ kernel, bind, params } as unknown as DispatchSpec<never>);
     };
-    add(gather, [ids, embed, x], { count: T, vocab, dim });
+    const partName = (w: Matrix, p: number): string => {
+      const name = `${w.name}#${p}`;
+      if (inputs[name] === undefined) declare(name, w.parts[p]!.slot, w.dtype, w.parts[p]!.shape);
+      return name;
+    };
+    /**
+     * out = x · Wᵀ for m rows of x; `out` names [m, W.rows] starting at element `outAt` of `outAlloc`.
+     * One dispatch per part (see the module comment for how split parts reach their columns).
+     */
+    const linear = (x: string, w: Matrix, out: string, outAlloc: AllocationSlot, outAt: number, m: number): void => {
+      const kernel = w.kind === 'F32' ? matmulNT : qmatmulOp(w.kind, this.#variant);
+      if (w.parts.length === 1) {
+        add(kernel, [x, partName(w, 0), out], { m, n: w.rows, k: w.k });
+        return;
+      }
+      w.parts.forEach((part, p) => {
+        if (m === 1) {
+          add(kernel, [x, partName(w, p), view(outAlloc, 'f32', [1, part.rows], outAt + part.firstRow)], { m, n: part.rows, k: w.k });
+          return;
+        }
+        const scratch = this.#splitScratch!.allocation;
+        add(kernel, [x, partName(w, p), view(scratch, 'f32', [m, part.rows], 0)], { m, n: part.rows, k: w.k });
+        for (let i = 0; i < m; i++) {
+          const src = view(scratch, 'f32', [1, part.rows], i * part.rows);
+          const dst = view(outAlloc, 'f32', [1, part.rows], outAt + i * w.rows + part.firstRow);
+          add(kvWrite, [src, dst], { count: 1, width: part.rows, maxSeq: 1, pos0: 0 });
+        }
+      });
+    };
+    /** out[t, j, :] = x[t (, j), :] · W[expert(t, j)]ᵀ, one dispatch per part of whole experts. */
+    const expertLinear = (x: string, ids: string, w: Matrix, out: string, used: number, xPerSlot: boolean): void => {
+      const kernel = qmatmulExpertOp(w.kind, this.#variant);
+      w.parts.forEach((part, p) => {
+        add(kernel, [x, ids, partName(w, p), out], {
+          tokens: T,
+          used,
+          experts: part.rows / w.matrixRows,
+          expertBase: part.firstRow / w.matrixRows,
+          n: w.matrixRows,
+          k: w.k,
+          xPerSlot,
+        });
+      });
+    };
+
+    const x = rows('x', [T, dim]);
+    const xb = rows('xb', [T, dim]);
+    const xb2 = rows('xb2', [T, dim]);
+    const q = rows('q', [T, qDim]);
+    const k = rows('k', [T, kvDim]);
+    const v = rows('v', [T, kvDim]);
+    const att = rows('att', [T, qDim]);
+    const act = (name: string): AllocationSlot => this.#act[name]!.allocation;
+
+    // Token embedding.
+    const embed = this.#embed;
+    const idsSlot = T === this.maxBatch && embed.parts.length === 1 ? this.#ids.slot : group.alias(this.#ids.allocation, 'u32', { shape: [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T] });
+    declare('ids', idsSlot, 'u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T]);
+    const lookup = (ids: string, p: number, out: string): void => {
+      const part = embed.parts[p]!;
+      if (embed.kind === 'F32') add(gather, [ids, partName(embed, p), out], { count: T, vocab: part.rows, dim });
+      else add(qgatherOp(embed.kind), [ids, partName(embed, p), out], { count: T, vocab: part.rows, dim });
+    };
+    if (embed.parts.length === 1) lookup('ids', 0, x);
+    else {
+      const P = embed.parts.length;
+      const scratch = this.#embedScratch!.allocation;
+      for (let p = 0; p < P; p++) lookup(view(this.#ids.allocation, 'u32', [T], p * T), p, view(scratch, 'f32', [T, dim], p * T * dim));
+      add(gather, [view(this.#ids.allocation, 'u32', [T], P * T), view(scratch, 'f32', [P * T, dim], 0), x], { count: T, vocab: P * T, dim });
+    }
+
+    const pos = (s: StepValues): number => s['pos'] ?? 0;
+    const ropeParams = (count: number, h: number) => (s: StepValues) => ({
+      count,
+      heads: h,
+      headDim,
+      pos0: pos(s),
+      theta: plan.theta,
+      style: plan.ropeStyle,
+      ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
+    });
     this.#layers.forEach((L, l) => {
-      const n = (name: string, slot: DescriptorSlot, shape: number[]) => declare(`${name}${l}`, slot, 'f32', shape);
-      const rmsAtt = n('rmsAtt', L.rmsAtt, [dim]);
-      const wq = n('wq', L.wq, [dim, dim]);
-      const wk = n('wk', L.wk, [kvDim, dim]);
-      const wv = n('wv', L.wv, [kvDim, dim]);
-      const wo = n('wo', L.wo, [dim, dim]);
-      const rmsFfn = n('rmsFfn', L.rmsFfn, [dim]);
-      const w1 = n('w1', L.w1, [hidden, dim]);
-      const w2 = n('w2', L.w2, [dim, hidden]);
-      const w3 = n('w3', L.w3, [hidden, dim]);
-      const kc = n('kCache', L.kCache, [this.maxSeq, kvDim]);
-      const vc = n('vCache', L.vCache, [this.maxSeq, kvDim]);
-      add(rmsnorm, [x, rmsAtt, xb], { rows: T, cols: dim, eps: RMSNORM_EPS });
-      add(matmulNT, [xb, wq, q], { m: T, n: dim, k: dim });
-      add(matmulNT, [xb, wk, k], { m: T, n: kvDim, k: dim });
-      add(matmulNT, [xb, wv, v], { m: T, n: kvDim, k: dim });
-      add(rope, [q], (s: StepValues) => ({ count: T, heads: nHeads, headDim: headSize, pos0: pos(s), theta: ROPE_THETA }));
-      add(rope, [k], (s: StepValues) => ({ count: T, heads: nKvHeads, headDim: headSize, pos0: pos(s), theta: ROPE_THETA }));
+      const vec = (name: string, slot: DescriptorSlot, width: number) => declare(`${name}${l}`, slot, 'f32', [width]);
+      const kc = declare(`kCache${l}`, L.kCache, 'f32', [this.maxSeq, kvDim]);
+      const vc = declare(`vCache${l}`, L.vCache, 'f32', [this.maxSeq, kvDim]);
+      add(rmsnorm, [x, vec('attnNorm', L.attnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
+      linear(xb, L.q, q, act('q'), 0, T);
+      linear(xb, L.k, k, act('k'), 0, T);
+      linear(xb, L.v, v, act('v'), 0, T);
+      if (L.bias !== undefined) {
+        add(biasAdd, [q, vec('qBias', L.bias.q, qDim)], { rows: T, cols: qDim });
+        add(biasAdd, [k, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
+        add(biasAdd, [v, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
+      }
+      add(rope, [q], ropeParams(T, heads));
+      add(rope, [k], ropeParams(T, kvHeads));
       add(kvWrite, [k, kc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
       add(kvWrite, [v, vc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
-      add(attention, [q, kc, vc, att], (s: StepValues) => ({ count: T, heads: nHeads, kvHeads: nKvHeads, headDim: headSize, maxSeq: this.maxSeq, pos0: pos(s) }));
-      add(matmulNT, [att, wo, xb2], { m: T, n: dim, k: dim });
+      add(attention, [q, kc, vc, att], (s: StepValues) => ({ count: T, heads, kvHeads, headDim, maxSeq: this.maxSeq, pos0: pos(s) }));
+      linear(att, L.o, xb2, act('xb2'), 0, T);
       add(addInplace, [x, xb2], { n: T * dim });
-      add(rmsnorm, [x, rmsFfn, xb], { rows: T, cols: dim, eps: RMSNORM_EPS });
-      add(matmulNT, [xb, w1, hb], { m: T, n: hidden, k: dim });
-      add(matmulNT, [xb, w3, hb2], { m: T, n: hidden, k: dim });
-      add(siluMul, [hb, hb2, hb3], { n: T * hidden });
-      add(matmulNT, [hb3, w2, xb2], { m: T, n: dim, k: hidden });
-      add(addInplace, [x, xb2], { n: T * dim });
+      add(rmsnorm, [x, vec('ffnNorm', L.ffnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
+      const f = L.ffn;
+      if (f.kind === 'dense') {
+        const ffn = c.ffnDim;
+        const hb = rows('hb', [T, ffn]);
+        const hb2 = rows('hb2', [T, ffn]);
+        const hb3 = rows('hb3', [T, ffn]);
+        linear(xb, f.gate, hb, act('hb'), 0, T);
+        linear(xb, f.up, hb2, act('hb2'), 0, T);
+        add(siluMul, [hb, hb2, hb3], { n: T * ffn });
+        linear(hb3, f.down, xb2, act('xb2'), 0, T);
+        add(addInplace, [x, xb2], { n: T * dim });
+      } else {
+        const { experts, used, renormalize } = f;
+        const ffn = c.ffnDim;
+        const routerLogits = rows('routerLogits', [T, experts]);
+        const ids = rows('routeIds', [T, used]);
+        const weights = rows('routeWeights', [T, used]);
+        const gate = rows('expertGate', [T, used, ffn]);
+        const up = rows('expertUp', [T, used, ffn]);
+        const hidden = rows('expertHidden', [T, used, ffn]);
+        const out = rows('expertOut', [T, used, dim]);
+        linear(xb, f.router, routerLogits, act('routerLogits'), 0, T);
+        add(moeRoute, [routerLogits, ids, weights], { tokens: T, experts, used, renormalize });
+        expertLinear(xb, ids, f.gate, gate, used, false);
+        expertLinear(xb, ids, f.up, up, used, false);
+        add(siluMul, [gate, up, hidden], { n: T * used * ffn });
+        expertLinear(hidden, ids, f.down, out, used, true);
+        add(moeCombine, [out, weights, x], { tokens: T, used, n: dim, accumulate: true });
+      }
       if (layers) {
         // The residual stream after layer l, copied row by row into the layer's block of the buffer.
         const block = group.alias(this.#hidden!.allocation, 'f32', { shape: [T, dim], byteOffset: l * this.maxBatch * dim * F32_BYTES });
         add(kvWrite, [x, declare(`hidden${l}`, block, 'f32', [T, dim])], { count: T, width: dim, maxSeq: T, pos0: 0 });
       }
     });
-    add(rmsnorm, [x, rmsFinal, xb], { rows: T, cols: dim, eps: RMSNORM_EPS });
-    add(matmulNT, [last, wcls, logits], { m: outRows, n: vocab, k: dim });
+    add(rmsnorm, [x, declare('outputNorm', this.#outputNorm, 'f32', [dim]), xb], { rows: T, cols: dim, eps: plan.eps });
+    const outRows = allRows ? T : 1;
+    const last = allRows ? xb : declare('xbLast', group.alias(act('xb'), 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * F32_BYTES }), 'f32', [1, dim]);
+    const logitsAlloc = allRows ? this.#rowLogits.allocation : this.#logits.allocation;
+    const logitsSlot = allRows ? group.alias(logitsAlloc, 'f32', { shape: [T, vocab] }) : this.#logits.slot;
+    const nextSlot = allRows ? group.alias(this.#rowNext.allocation, 'u32', { shape: [T] }) : this.#next;
+    const logits = declare('logits', logitsSlot, 'f32', [outRows, vocab]);
+    const next = declare('next', nextSlot, 'u32', [outRows]);
+    linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
     add(argmax, [logits, next], { rows: outRows, cols: vocab });
-    const graph = this.runtime.compile({ name: `llama T=${key}`, inputs, dispatches: d, outputs: ['logits', 'next'] });
+    const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: ['logits', 'next'] });
     const entry = { graph, ids: idsSlot, logits: logitsSlot, next: nextSlot };
     this.#graphs.set(key, entry);
     return entry;

@@ -1,5 +1,11 @@
 // TextSession: a llama model on tenon's runtime whose every step is a transaction (seed 003).
 //
+// Models. A session runs any LoadedModel of the model layer (GGUF or llama2.c: src/model loadModel) through
+// the architecture-driven forward pass (llama.ts); a parsed llama2.c checkpoint with its tokenizer is
+// accepted too and described by the model layer the same way. The cache identity is the model's identity
+// (config, tensors with their lowering kinds, tokenizer). `chat()` renders the model's chat template,
+// streams the assistant's reply and stops at the model's end-of-generation tokens.
+//
 // State and ownership. The session owns a LlamaForward (weights, KV caches, activations in one group)
 // and the committed history: `tokens` (length = committed positions), the last epoch and the last
 // outcome. KV rows at and past the committed length are kept all-zero, so the state is exactly (tokens,
@@ -32,8 +38,8 @@ import { TenonError, isTenonError } from '../errors.js';
 import { readBlob, sha256Hex, writeBlob } from '../dataplane/index.js';
 import type { Session as PlaneSession } from '../dataplane/index.js';
 import type { Runtime } from '../submit/index.js';
-import { modelIdentity } from '../model/index.js';
-import type { ModelIdentity } from '../model/index.js';
+import { modelFromLlamaFile, renderChat } from '../model/index.js';
+import type { ChatInput, ChatMessage, LoadedModel, LoweringKindName, ModelIdentity } from '../model/index.js';
 import { PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 import type { PromptCacheManifest } from './prompt-cache.js';
 import { LlamaForward } from './llama.js';
@@ -118,7 +124,9 @@ export interface Checkpoint {
 export interface SessionReport {
   readonly provider: string;
   readonly residency: 'device' | 'host';
+  /** Packed weight bytes on the provider, in all and by lowering kind. */
   readonly weightBytes: number;
+  readonly weightBytesByKind: Readonly<Partial<Record<LoweringKindName, number>>>;
   readonly stateBytes: number;
   /** Activation buffers, plus the layer-observation buffer once a layer observer needed it. */
   readonly activationBytes: number;
@@ -131,7 +139,10 @@ export interface SessionReport {
 export interface GenerateOptions extends SamplerOptions {
   /** Tokens to generate at most (default 64). */
   readonly maxTokens?: number;
-  /** Stop after producing any of these ids (default: BOS = 1, as llama2.c does). The stop id is not yielded. */
+  /**
+   * Stop after producing any of these ids (default: a llama2.c model stops at BOS = 1, as llama2.c does; a
+   * GGUF model at its end-of-generation tokens). The stop id is not yielded.
+   */
   readonly stopTokens?: readonly number[];
   readonly signal?: AbortSignal;
   /** Prompt-lookup speculative decoding (greedy only): draft up to `lookahead` tokens from n-gram matches. */
@@ -145,10 +156,27 @@ export interface GeneratedToken {
   readonly position: number;
 }
 
+/** chat(): generation options, plus template variables beside `messages` (e.g. `tools`). */
+export interface ChatOptions extends GenerateOptions {
+  /**
+   * More variables for the template (`apply_chat_template`'s extra arguments). `messages` and
+   * `add_generation_prompt` (always true) are set by chat().
+   */
+  readonly variables?: Readonly<Record<string, unknown>>;
+}
+
 export interface TextSessionOptions extends LlamaForwardOptions {
   readonly runtime: Runtime;
-  readonly model: LlamaModelFile;
-  readonly tokenizer: Tokenizer;
+  /**
+   * The model: a LoadedModel (loadModel: GGUF, or llama2.c with its tokenizer), or a parsed llama2.c
+   * checkpoint (then `tokenizer` is required).
+   */
+  readonly model: LoadedModel | LlamaModelFile;
+  /**
+   * A parsed llama2.c checkpoint's tokenizer (required for one). For a LoadedModel it may only be the
+   * model's own (`model.tokenizer`): load the model with another tokenizer to replace it.
+   */
+  readonly tokenizer?: Tokenizer;
   readonly observer?: SessionObserver;
   readonly agreement?: PhaseAgreement;
 }
@@ -239,6 +267,28 @@ interface LaneHost {
   close(lane: Lane): void;
 }
 
+/** The LoadedModel a session runs (see TextSessionOptions), validated before anything is allocated. */
+function describeModel(options: TextSessionOptions): LoadedModel {
+  const op = 'TextSession.create';
+  const model = options?.model as Partial<LoadedModel & LlamaModelFile> | undefined;
+  if (model === null || typeof model !== 'object') throw new TenonError('EINVAL', 'options.model must be a model', { op, reason: 'bad-argument' });
+  const tokenizer = options.tokenizer;
+  if (typeof model.identity === 'function' && model.architecture !== undefined) {
+    const loaded = model as LoadedModel;
+    if (tokenizer !== undefined && tokenizer !== loaded.tokenizer) {
+      throw new TenonError('EINVAL', tokenizer.vocabSize === loaded.config.vocabSize ? 'a LoadedModel runs with its own tokenizer' : 'tokenizer and model vocabularies differ', {
+        op,
+        reason: tokenizer.vocabSize === loaded.config.vocabSize ? 'tokenizer-mismatch' : 'vocab-mismatch',
+      });
+    }
+    return loaded;
+  }
+  if (model.weights === undefined || model.config === undefined) throw new TenonError('EINVAL', 'options.model must be a LoadedModel or a parsed llama2.c checkpoint', { op, reason: 'bad-argument' });
+  if (tokenizer === undefined) throw new TenonError('EINVAL', 'a llama2.c checkpoint needs its tokenizer', { op, reason: 'no-tokenizer' });
+  if (tokenizer.vocabSize !== model.config.vocabSize) throw new TenonError('EINVAL', 'tokenizer and model vocabularies differ', { op, reason: 'vocab-mismatch' });
+  return modelFromLlamaFile(model as LlamaModelFile, tokenizer);
+}
+
 /** Checkpoints made by checkpoint(), with the session and lineage mark they belong to. */
 const CHECKPOINTS = new WeakMap<Checkpoint, { readonly owner: TextSession; readonly mark: number }>();
 
@@ -262,7 +312,7 @@ export class TextSession {
   readonly tokenizer: Tokenizer;
   readonly faults: SessionFaults;
   readonly #forward: LlamaForward;
-  readonly #model: LlamaModelFile;
+  readonly #model: LoadedModel;
   readonly #observer: SessionObserver | undefined;
   readonly #agreement: PhaseAgreement;
   #tokens: number[] = [];
@@ -283,10 +333,10 @@ export class TextSession {
   readonly #speculation = { passes: 0, drafted: 0, accepted: 0 };
   #identity: Promise<ModelIdentity> | undefined;
 
-  private constructor(forward: LlamaForward, options: TextSessionOptions) {
+  private constructor(forward: LlamaForward, model: LoadedModel, options: TextSessionOptions) {
     this.#forward = forward;
-    this.#model = options.model;
-    this.tokenizer = options.tokenizer;
+    this.#model = model;
+    this.tokenizer = model.tokenizer;
     this.#observer = options.observer;
     this.#agreement = options.agreement ?? SINGLE_RANK;
     this.faults = Object.freeze({
@@ -304,14 +354,21 @@ export class TextSession {
     });
   }
 
-  /** Validates the model against the runtime and tokenizer, uploads it, and only then returns a session. */
+  /**
+   * Validates the model against the runtime and tokenizer, uploads it, and only then returns a session.
+   * EINVAL `vocab-mismatch` (a tokenizer of another size), `tokenizer-mismatch` (a LoadedModel with a
+   * tokenizer that is not its own), `no-tokenizer` (a llama2.c checkpoint without one), `bad-argument`;
+   * then LlamaForward.create's refusals. Nothing stays allocated on failure.
+   */
   static async create(options: TextSessionOptions): Promise<TextSession> {
-    const op = 'TextSession.create';
-    if (options.tokenizer.vocabSize !== options.model.config.vocabSize) {
-      throw new TenonError('EINVAL', 'tokenizer and model vocabularies differ', { op, reason: 'vocab-mismatch' });
-    }
-    const forward = await LlamaForward.create(options.runtime, options.model, options);
-    return new TextSession(forward, options);
+    const model = describeModel(options);
+    const forward = await LlamaForward.create(options.runtime, model, options);
+    return new TextSession(forward, model, options);
+  }
+
+  /** The model this session runs. */
+  get model(): LoadedModel {
+    return this.#model;
   }
 
   get length(): number {
@@ -400,7 +457,7 @@ export class TextSession {
 
   /** The model and tokenizer identity prompt caches are bound to (SHA-256, computed once). */
   identity(): Promise<ModelIdentity> {
-    this.#identity ??= modelIdentity(this.#model, this.tokenizer);
+    this.#identity ??= this.#model.identity();
     return this.#identity;
   }
 
@@ -424,7 +481,7 @@ export class TextSession {
       schema: PROMPT_CACHE_SCHEMA,
       modelId: id.modelId,
       tokenizerId: id.tokenizerId,
-      layout: { layers: c.nLayers, kvDim: c.kvDim, dtype: 'f32', order: 'layer-k-v' },
+      layout: { layers: c.layers, kvDim: c.kvDim, dtype: 'f32', order: 'layer-k-v' },
       tokens: this.#tokens.slice(0, length),
       epoch: this.#epoch,
       lastOutcome: this.#lastOutcome ?? null,
@@ -464,7 +521,7 @@ export class TextSession {
     const { manifest, kv } = await decodePromptCache(bytes, {
       modelId: id.modelId,
       tokenizerId: id.tokenizerId,
-      layers: c.nLayers,
+      layers: c.layers,
       kvDim: c.kvDim,
       maxSeq: this.maxSeq,
     });
@@ -485,18 +542,15 @@ export class TextSession {
   report(): SessionReport {
     const c = this.#model.config;
     const f32 = 4;
-    const layerWeights = 2 * c.dim + 2 * c.dim * c.dim + 2 * c.kvDim * c.dim + 3 * c.hiddenDim * c.dim;
-    const weights = (c.vocabSize * c.dim + c.nLayers * layerWeights + c.dim + (this.#model.sharedClassifier ? 0 : c.vocabSize * c.dim)) * f32;
-    const state = 2 * c.nLayers * this.maxSeq * c.kvDim * f32;
-    const b = this.#forward.maxBatch;
-    const activations = (b * (6 * c.dim + 2 * c.kvDim + 3 * c.hiddenDim) + b + (b + 1) * c.vocabSize + b + 1) * f32 + this.#forward.observationBytes;
+    const state = 2 * c.layers * this.maxSeq * c.kvDim * f32;
     const provider = this.#forward.runtime.provider;
     return {
       provider: provider.id,
       residency: provider.kind === 'webgpu' ? 'device' : 'host',
-      weightBytes: weights,
+      weightBytes: this.#forward.weightBytes,
+      weightBytesByKind: this.#forward.weightBytesByKind,
       stateBytes: state,
-      activationBytes: activations,
+      activationBytes: this.#forward.activationBytes,
       length: this.length,
       maxSeq: this.maxSeq,
       epoch: this.#epoch,
@@ -538,16 +592,17 @@ export class TextSession {
   }
 
   /**
-   * Generates tokens after `prompt` (text is encoded with BOS; ids are used as given). The prompt is
-   * prefilled only past the longest committed prefix it shares with the history.
+   * Generates tokens after `prompt` (text is encoded with the vocabulary's defaults: BOS where the model
+   * adds one, special tokens not parsed; ids are used as given). The prompt is prefilled only past the
+   * longest committed prefix it shares with the history.
    */
   async *generate(prompt: string | readonly number[], options: GenerateOptions = {}): AsyncGenerator<GeneratedToken, void, undefined> {
     const op = 'session.generate';
-    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt, { bos: true }) : [...prompt];
+    const ids = typeof prompt === 'string' ? this.tokenizer.encode(prompt) : [...prompt];
     if (ids.length === 0) throw new TenonError('EINVAL', 'empty prompt', { op, reason: 'empty-prompt' });
     const sampler = new Sampler(options);
     const maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
-    const stop = new Set(options.stopTokens ?? [BOS]);
+    const stop = new Set(options.stopTokens ?? (this.#model.format === 'gguf' ? this.#model.endOfGeneration : [BOS]));
     const signal = options.signal;
     const speculative = options.speculative;
     if (speculative !== undefined && sampler.temperature !== 0) {
@@ -586,6 +641,26 @@ export class TextSession {
       yield { token: next, text: text.push(next), position: this.length - 1 };
       next = sampler.sample(report.logits);
     }
+  }
+
+  /**
+   * Streams the assistant's reply to `messages`: renders the model's chat template (renderChat with
+   * add_generation_prompt true and `options.variables`), encodes the text with special tokens parsed (BOS
+   * prepended where the vocabulary adds one, unless the rendered text already starts with it), prefills
+   * past the longest committed prefix it shares with the history (a conversation that goes on reuses the
+   * earlier turns), then generates as `generate` does and stops at the model's end-of-generation tokens
+   * (and any `options.stopTokens`), which are never yielded. A model without a template: ENOTSUP
+   * `no-chat-template`, a template that fails: EINVAL (renderChat's reasons); both before any step.
+   */
+  async *chat(messages: readonly ChatMessage[], options: ChatOptions = {}): AsyncGenerator<GeneratedToken, void, undefined> {
+    const { variables, ...generate } = options;
+    const input: ChatInput = { ...variables, messages, add_generation_prompt: true };
+    const text = renderChat(this.tokenizer, input);
+    const bosId = this.tokenizer.special.bos;
+    const templateHasBos = bosId !== undefined && text.startsWith(this.tokenizer.tokenText(bosId));
+    const ids = this.tokenizer.encode(text, { bos: this.tokenizer.addBos && !templateHasBos, parseSpecial: true });
+    const stopTokens = [...this.#model.endOfGeneration, ...(options.stopTokens ?? [])];
+    yield* this.generate(ids, { ...generate, stopTokens });
   }
 
   /** Opens the one prediction lane: work past the committed length that is committed or abandoned later. */
