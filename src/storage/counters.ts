@@ -31,6 +31,11 @@ export interface CounterSnapshot {
   readonly liveBytes: number;
   /** Live physical resources including temporary staging buffers. */
   readonly liveResources: number;
+  /**
+   * Times a host provider's WebAssembly memory grew (each growth makes typed arrays over the old buffer
+   * stale: prepared accesses re-derive theirs). Always 0 on other providers.
+   */
+  readonly memoryGrowths: number;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -52,6 +57,7 @@ export class Counters {
     liveRoots: 0,
     liveBytes: 0,
     liveResources: 0,
+    memoryGrowths: 0,
   };
 
   snapshot(): CounterSnapshot {

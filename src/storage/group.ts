@@ -25,6 +25,8 @@ import type { Claim } from './root.js';
 import type { AnyTypedArray } from './dtype.js';
 import type { CheckedLayout } from './layout.js';
 import type { ProviderCore } from './provider.js';
+import type { HostProvider } from './host.js';
+import type { HostMemory } from './host-memory.js';
 import { typedView, dtypeSize } from './dtype.js';
 
 declare const allocationSlotBrand: unique symbol;
@@ -64,11 +66,28 @@ export interface DeviceBindingState extends BindingStateBase {
   readonly elementOffset: number;
 }
 
-/** Host binding state: a typed array over the layout's envelope in the root itself (zero-copy). */
+/**
+ * Host binding state: a typed array over the layout's envelope in the root itself (zero-copy), and where
+ * that envelope sits in its provider's memory. `array` is made when the binding is prepared; if the
+ * provider's WebAssembly memory grows before it is used, it goes stale: `liveHostArray(state)` gives one
+ * over the current buffer. `address` never changes (WebAssembly kernels take it).
+ */
 export interface HostBindingState extends BindingStateBase {
   readonly array: AnyTypedArray;
   /** Index of element [0, ...] inside `array`. */
   readonly elementOffset: number;
+  /** Byte offset of `array[0]` in its memory (a HostMemory's buffer, or the root's own buffer). */
+  readonly address: number;
+  /** The memory holding the envelope, for re-deriving `array`; undefined when the root has its own buffer. */
+  readonly memory: HostMemory | undefined;
+}
+
+/** `state.array`, or an array over the same elements in its memory's current buffer when growth made it stale. */
+export function liveHostArray(state: HostBindingState): AnyTypedArray {
+  const memory = state.memory;
+  if (memory === undefined) return state.array;
+  const buffer = memory.buffer;
+  return state.array.buffer === buffer ? state.array : typedView(state.layout.dtype, buffer, state.address, (state.layout.envelope.end - state.layout.envelope.start) / dtypeSize(state.layout.dtype));
 }
 
 export interface InsertResult {
@@ -302,15 +321,18 @@ export class AllocationGroup {
     return resolved.map((r) => {
       const { claim, layout } = r.record;
       const item = dtypeSize(layout.dtype);
-      const buffer = (provider as unknown as { bufferOf(root: unknown): ArrayBufferLike }).bufferOf(claim.root);
-      const start = claim.start + layout.envelope.start;
+      const host = provider as HostProvider;
+      const buffer = host.bufferOf(claim.root);
+      const address = host.addressOf(claim.root) + claim.start + layout.envelope.start;
       return Object.freeze({
         slot: r.slot as DescriptorSlot,
         access: r.write ? 'write' : 'read',
         layout,
         rootId: claim.root.id,
-        array: typedView(layout.dtype, buffer, start, (layout.envelope.end - layout.envelope.start) / item),
+        array: typedView(layout.dtype, buffer, address, (layout.envelope.end - layout.envelope.start) / item),
         elementOffset: (layout.byteOffset - layout.envelope.start) / item,
+        address,
+        memory: host.wasmMemory(),
       }) satisfies HostBindingState;
     });
   }

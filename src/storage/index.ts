@@ -3,7 +3,8 @@
 // an AllocationGroup owns many allocations and descriptors; prepared accesses are the only element
 // access; every physical allocation and byte-preserving copy is in the provider's ledger.
 export { createHostProvider, HostProvider } from './host.js';
-export type { HostProviderOptions } from './host.js';
+export type { HostMemoryKind, HostProviderOptions } from './host.js';
+export { BLOCK_ALIGN, HostMemory, WASM_PAGE } from './host-memory.js';
 export { createWebGPUProvider, WebGPUProvider } from './webgpu.js';
 export type { DeviceLoss, WebGPUFaults, WebGPULimitCaps, WebGPUProviderOptions } from './webgpu.js';
 export type { Provider, ProviderCapabilities, ProviderKind } from './provider.js';
@@ -25,7 +26,7 @@ export {
   StridedRuns,
 } from './prepared.js';
 export type { PreparedHostRead, PreparedHostWrite } from './prepared.js';
-export { AllocationGroup, createAllocationGroup } from './group.js';
+export { AllocationGroup, createAllocationGroup, liveHostArray } from './group.js';
 export type {
   AllocationSlot,
   BindingAccess,

@@ -10,7 +10,10 @@
 // `release()` (or `using`) ends the access: it commits host writes, unmaps and destroys staging memory,
 // and returns the borrow. After release every method throws ERELEASED.
 // On the host provider `asArray()` aliases the root itself (zero-copy); keeping that array past
-// release() breaks the borrow contract in a way JavaScript cannot revoke, so callers must not.
+// release() breaks the borrow contract in a way JavaScript cannot revoke, so callers must not. Roots of
+// a host provider live in one WebAssembly memory that grows when an allocation does not fit: growth
+// replaces the memory's buffer, so an array (or cursor) taken before an allocation may be stale after it;
+// `asArray()`, `cursor()` and `runs()` always derive a live one (same bytes, new buffer).
 import { TenonError } from '../errors.js';
 import type { BorrowNode } from './borrow.js';
 import { dtypeSize, typedView } from './dtype.js';
@@ -163,27 +166,46 @@ abstract class PreparedBase {
 
 abstract class PreparedHostBase<D extends DType> extends PreparedBase {
   readonly layout: CheckedLayout;
-  readonly #envelope: ArrayOf<D>;
+  readonly #mapping: MappedRange;
+  readonly #elements: number;
+  #envelope: ArrayOf<D>;
 
   constructor(token: BorrowNode, layout: CheckedLayout, mapping: MappedRange) {
     super(token, (commit) => mapping.release(commit));
     this.layout = layout;
-    const elements = (layout.envelope.end - layout.envelope.start) / dtypeSize(layout.dtype);
-    this.#envelope = typedView(layout.dtype as D, mapping.buffer, mapping.byteOffset, elements);
+    this.#mapping = mapping;
+    this.#elements = (layout.envelope.end - layout.envelope.start) / dtypeSize(layout.dtype);
+    this.#envelope = typedView(layout.dtype as D, mapping.buffer, mapping.byteOffset, this.#elements);
   }
 
-  /** Typed array over exactly the logical elements (contiguous variant only). */
-  protected contiguousArray(op: string): ArrayOf<D> {
-    this.check(op);
+  /**
+   * The envelope over the mapping's current buffer. A host provider's WebAssembly memory may have grown
+   * since the last call (another allocation), which replaces its buffer and detaches (or leaves short)
+   * arrays over the old one: then the array is derived again, over the same bytes, which never move.
+   */
+  #current(): ArrayOf<D> {
+    const buffer = this.#mapping.buffer;
+    if (this.#envelope.buffer !== buffer) this.#envelope = typedView(this.layout.dtype as D, buffer, this.#mapping.byteOffset, this.#elements);
     return this.#envelope;
   }
 
+  /**
+   * Typed array over exactly the logical elements (contiguous variant only). On a host provider an array
+   * from an earlier call goes stale when the provider's memory grows; this call always returns a live one.
+   */
+  protected contiguousArray(op: string): ArrayOf<D> {
+    this.check(op);
+    return this.#current();
+  }
+
   protected newCursor(op: string): StridedCursor<D> {
-    return new StridedCursor(this.#envelope, this.#plan(op), this.layout.size);
+    const plan = this.#plan(op);
+    return new StridedCursor(this.#current(), plan, this.layout.size);
   }
 
   protected newRuns(op: string): StridedRuns<D> {
-    return new StridedRuns(this.#envelope, this.#plan(op), this.layout.size);
+    const plan = this.#plan(op);
+    return new StridedRuns(this.#current(), plan, this.layout.size);
   }
 
   #plan(op: string): StridedPlan {
