@@ -5,9 +5,17 @@ import { existsSync } from 'node:fs';
 
 export const MODEL_FIXTURES = ['../shared/models/stories260K.bin', '../shared/models/tok512.bin'];
 
+function fixturesRequired(): boolean {
+  const ci = process.env['CI'];
+  return process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
+}
+
 /** True when the specs that need the fixtures should skip: the fixtures are absent and not required. */
 export function skipWithoutModels(): boolean {
-  const ci = process.env['CI'];
-  const required = process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
-  return !required && !MODEL_FIXTURES.every((f) => existsSync(f));
+  return !fixturesRequired() && !MODEL_FIXTURES.every((f) => existsSync(f));
+}
+
+/** The same for GGUF fixtures (../shared/models/gguf/NAME.gz) and references (../shared/models/reference/NAME). */
+export function skipWithoutGguf(files: readonly string[]): boolean {
+  return !fixturesRequired() && !files.every((f) => existsSync(f.endsWith('.json') ? `../shared/models/reference/${f}` : `../shared/models/gguf/${f}.gz`));
 }

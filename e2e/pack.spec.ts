@@ -6,16 +6,18 @@
 // and a control file with a type error must fail —, (3) run the `tenon` command as a user would, through
 // `npx` (a shell runs it, so it needs its `#!` line and execute permission) in a second project installed
 // from the same tarballs outside this repository: --help, greedy generation of the stories260K fixture on
-// the host provider, and the coded refusal of the webgpu provider without the `webgpu` package; and (4)
+// the host provider, the coded refusal of the webgpu provider without the `webgpu` package, and `tenon
+// tokenize` on a GGUF fixture (decompressed into that project) against llama.cpp's ids; and (4)
 // load the installed script-tag bundle from a plain HTML page in Chromium: the global works, and so do
 // the worker files it starts. The first project lives under test-results/ (Playwright empties it on every
 // run), the second under the system temp directory (removed after the run).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { expect, test } from '@playwright/test';
-import { skipWithoutModels } from './fixtures.js';
+import { skipWithoutGguf, skipWithoutModels } from './fixtures.js';
 
 const repo = resolve('.');
 const project = resolve('test-results/pack-project');
@@ -176,6 +178,24 @@ test('[SHIP-bin] npx tenon generate --json on the host provider prints llama2.c 
   expect(gpu.status).toBe(1);
   expect(gpu.stdout).toBe('');
   expect(gpu.stderr.startsWith('tenon: ENOTSUP webgpu-package-missing: ')).toBe(true);
+});
+
+test('[SHIP-bin][SHIP-cli-tokenize] npx tenon tokenize --json on a GGUF fixture prints llama.cpp\'s ids; --special parses special tokens', () => {
+  test.skip(skipWithoutGguf(['tiny-qwen2-Q4_K_M.gguf', 'tokenize-qwen.json']), 'GGUF fixtures absent (../shared/models/gguf)');
+  test.setTimeout(120_000);
+  const dir = commandProject();
+  const gguf = join(dir, 'tiny-qwen2-Q4_K_M.gguf');
+  writeFileSync(gguf, gunzipSync(readFileSync(join(models, 'gguf/tiny-qwen2-Q4_K_M.gguf.gz'))));
+  const cases = JSON.parse(readFileSync(join(models, 'reference/tokenize-qwen.json'), 'utf8')) as { text: string; ids: number[] }[];
+  const hello = cases.find((c) => c.text === 'Hello world')!;
+  const r = npxTenon(['tokenize', '--model', gguf, '--text', hello.text, '--json']);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  expect((JSON.parse(r.stdout) as { ids: number[] }).ids).toEqual(hello.ids);
+  const special = npxTenon(['tokenize', '--model', gguf, '--text', '<|im_start|>user', '--special', '--json']);
+  expect(special.status).toBe(0);
+  // <|im_start|> is Qwen's control token 151644; "user" is 872.
+  expect((JSON.parse(special.stdout) as { ids: number[] }).ids).toEqual([151644, 872]);
 });
 
 test('[SHIP-pack][SHIP-iife] the installed script-tag bundle works from a plain HTML page, its worker files included', async ({ page }) => {

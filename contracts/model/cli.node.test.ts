@@ -7,7 +7,12 @@
 //     (reference/chat-template-{qwen,llama3}.json), bos_token/eos_token defaulting to the model's own and
 //     other template variables passed through; a model without a template, a malformed input file and a
 //     missing file exit 1 with their code and reason;
-//   - generate on GGUF files: see the generate block.
+//   - generate --json on GGUF files reads the model by ranges and prints llama.cpp's greedy ids
+//     (reference/greedy-llamacpp.json) wherever llama.cpp's top-two gap exceeds 0.5 (tiny-llama-Q4_0 on the
+//     host provider and on Dawn; stories260K-f32.gguf gives exactly the ids of stories260K.bin); --chat
+//     renders the model's template around --prompt (or the messages of --input, with --system) and prints
+//     the rendered prompt and its ids, equal to llama.cpp's; a model without a template is refused before
+//     anything runs.
 // Control cases: the same text without --special, the same input with bos_token given explicitly.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,6 +42,7 @@ async function fixtureFile(name: GgufFixture): Promise<{ path: string; dataOffse
 const qwen = await fixtureFile('tiny-qwen2-Q4_K_M.gguf');
 const llama3 = await fixtureFile('llama3-vocab.gguf');
 const stories = await fixtureFile('stories260K-f32.gguf');
+const q4 = await fixtureFile('tiny-llama-Q4_0.gguf');
 const llama2c = (await readModelFixture('stories260K.bin')) === undefined ? undefined : fileURLToPath(new URL('../../../shared/models/stories260K.bin', import.meta.url));
 
 interface TokenizeCase {
@@ -54,6 +60,15 @@ const tokLlama3 = (await readGgufReference('tokenize-llama3.json')) as TokenizeC
 const tokTok512 = (await readGgufReference('tokenize-tok512.json')) as TokenizeCase[] | undefined;
 const chatQwen = (await readGgufReference('chat-template-qwen.json')) as ChatCase[] | undefined;
 const chatLlama3 = (await readGgufReference('chat-template-llama3.json')) as ChatCase[] | undefined;
+interface GreedyCase {
+  readonly prompt: string;
+  readonly prompt_ids: readonly number[];
+  readonly generated: readonly number[];
+  readonly steps: readonly { readonly top: readonly (readonly [number, number])[] }[];
+}
+const greedy = (await readGgufReference('greedy-llamacpp.json')) as Record<string, GreedyCase[]> | undefined;
+/** llama.cpp's greedy choice is a fair oracle where its top two logits differ by more than this (README). */
+const FAIR_GAP = 0.5;
 
 /** Qwen's control tokens (tokenizer.json of Qwen2.5 / the fixture's vocabulary). */
 const IM_START = 151644;
@@ -113,6 +128,39 @@ function renderJson(model: string, input: string): { prompt: string; read: ReadS
 function failure(r: { status: number | null; stdout: string; stderr: string }): { status: number | null; code: string; reason: string; stdout: string } {
   const m = /^tenon: ([A-Z]+) ([a-z0-9-]+): /.exec(r.stderr);
   return { status: r.status, code: m?.[1] ?? '', reason: m?.[2] ?? '', stdout: r.stdout };
+}
+
+interface GenerateOut {
+  provider: string;
+  model: { format: string; architecture: string };
+  promptIds: number[];
+  renderedPrompt?: string;
+  generatedIds: number[];
+  text: string;
+  stop: string;
+  read: ReadStats;
+}
+
+function generateJson(args: string[]): GenerateOut {
+  const r = run(['generate', ...args, '--json']);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return JSON.parse(r.stdout) as GenerateOut;
+}
+
+/**
+ * Checks greedy ids against llama.cpp's: equal step by step while they agree; where they first differ,
+ * llama.cpp's own top two were within FAIR_GAP (a close call, after which the sequences part). Returns how
+ * many ids agreed.
+ */
+function expectGreedyAgreement(ours: readonly number[], ref: GreedyCase): number {
+  let i = 0;
+  while (i < ours.length && i < ref.generated.length && ours[i] === ref.generated[i]) i++;
+  if (i < Math.min(ours.length, ref.generated.length)) {
+    const [a, b] = ref.steps[i]!.top;
+    expect(a![1] - b![1], `step ${i}: ours ${ours[i]}, llama.cpp ${ref.generated[i]} with a clear lead`).toBeLessThanOrEqual(FAIR_GAP);
+  }
+  return i;
 }
 
 describe('tenon tokenize', () => {
@@ -202,5 +250,98 @@ describe('tenon render', () => {
     const usage = run(['tokenize', '--model', qwen!.path, '--json']);
     expect(usage.status).toBe(2);
     expect(usage.stderr.startsWith('tenon: --text is required\nusage: tenon generate')).toBe(true);
+  });
+});
+
+describe('tenon generate on GGUF', () => {
+  it.skipIf(q4 === undefined || greedy === undefined)('[SHIP-cli-generate] tiny-llama-Q4_0.gguf on the host provider: llama.cpp\'s prompt ids and greedy ids wherever its gap allows, read by ranges', () => {
+    for (const ref of greedy!['tiny-llama-Q4_0.gguf']!) {
+      const out = generateJson(['--model', q4!.path, '--prompt', ref.prompt, '--steps', String(ref.generated.length), '--provider', 'host']);
+      expect(out.model).toMatchObject({ format: 'gguf', architecture: 'llama' });
+      expect(out.promptIds).toEqual(ref.prompt_ids);
+      expect(out.generatedIds.length).toBe(ref.generated.length);
+      expect(out.stop).toBe('max-tokens');
+      // Both prompts start with a step whose gap is clear: at least the first id must agree.
+      expect(expectGreedyAgreement(out.generatedIds, ref)).toBeGreaterThanOrEqual(1);
+      expect(out.read.size).toBe(q4!.size);
+      expect(out.read.largest).toBeLessThan(out.read.size);
+      expect(out.read.reads).toBeGreaterThan(2);
+    }
+  });
+
+  it.skipIf(q4 === undefined || greedy === undefined)('[SHIP-cli-generate] tiny-llama-Q4_0.gguf on Dawn (WebGPU): the same prompt ids and greedy agreement', () => {
+    const ref = greedy!['tiny-llama-Q4_0.gguf']![0]!;
+    const steps = 8;
+    const out = generateJson(['--model', q4!.path, '--prompt', ref.prompt, '--steps', String(steps), '--provider', 'webgpu']);
+    expect(out.provider).toBe('webgpu');
+    expect(out.promptIds).toEqual(ref.prompt_ids);
+    expect(out.generatedIds.length).toBe(steps);
+    expect(expectGreedyAgreement(out.generatedIds, ref)).toBeGreaterThanOrEqual(1);
+  });
+
+  it.skipIf(stories === undefined || llama2c === undefined || greedy === undefined)('[SHIP-cli-generate] stories260K-f32.gguf prints exactly the ids of stories260K.bin with its tokenizer (and llama.cpp\'s)', () => {
+    const ref = greedy!['stories260K-f32.gguf']![0]!;
+    const steps = ['--prompt', ref.prompt, '--steps', String(ref.generated.length), '--provider', 'host'];
+    const gguf = generateJson(['--model', stories!.path, ...steps]);
+    const tok512 = fileURLToPath(new URL('../../../shared/models/tok512.bin', import.meta.url));
+    const bin = generateJson(['--model', llama2c!, '--tokenizer', tok512, ...steps]);
+    expect(bin.model.format).not.toBe('gguf');
+    expect(gguf.model.format).toBe('gguf');
+    expect(gguf.promptIds).toEqual(ref.prompt_ids);
+    expect(bin.promptIds).toEqual(ref.prompt_ids);
+    expect(gguf.generatedIds).toEqual(ref.generated);
+    expect(bin.generatedIds).toEqual(gguf.generatedIds);
+    expect(gguf.text).toBe(bin.text);
+  });
+
+  it.skipIf(qwen === undefined || greedy === undefined)('[SHIP-cli-generate] --special: llama.cpp\'s prompt ids for a prompt written with Qwen\'s control-token texts; without it those texts are plain text', () => {
+    const ref = greedy!['tiny-qwen2-Q4_K_M.gguf']!.find((g) => g.prompt.startsWith('<|im_start|>'))!;
+    const special = generateJson(['--model', qwen!.path, '--prompt', ref.prompt, '--special', '--steps', '1', '--provider', 'host']);
+    expect(special.promptIds).toEqual(ref.prompt_ids);
+    expect(special.generatedIds).toEqual(ref.generated.slice(0, 1));
+    const plain = generateJson(['--model', qwen!.path, '--prompt', ref.prompt, '--steps', '1', '--provider', 'host']);
+    expect(plain.promptIds).not.toContain(IM_START);
+    expect(plain.promptIds.length).toBeGreaterThan(ref.prompt_ids.length);
+  });
+
+  it.skipIf(qwen === undefined || greedy === undefined || chatQwen === undefined)('[SHIP-cli-chat] --chat on tiny-qwen2: the template is applied (rendered prompt and its ids equal the references) and the reply starts with llama.cpp\'s greedy ids', () => {
+    const c = chatQwen!.find((x) => x.messages.length === 1)!;
+    const ref = greedy!['tiny-qwen2-Q4_K_M.gguf']!.find((g) => g.prompt === c.rendered)!;
+    const steps = 4;
+    const out = generateJson(['--model', qwen!.path, '--chat', '--prompt', c.messages[0]!.content, '--steps', String(steps), '--provider', 'host']);
+    expect(out.model).toMatchObject({ format: 'gguf', architecture: 'qwen2' });
+    expect(out.renderedPrompt).toBe(c.rendered);
+    expect(out.promptIds).toEqual(ref.prompt_ids);
+    expect(out.generatedIds.length).toBe(steps);
+    expect(out.stop).toBe('max-tokens');
+    // llama.cpp's first three steps have clear leads (gaps 1.8, 1.1, 5.2).
+    expect(expectGreedyAgreement(out.generatedIds, ref)).toBeGreaterThanOrEqual(3);
+    // The same prompt without --chat is plain text: no template, other ids.
+    const plain = generateJson(['--model', qwen!.path, '--prompt', c.messages[0]!.content, '--steps', '1', '--provider', 'host']);
+    expect(plain.renderedPrompt).toBeUndefined();
+    expect(plain.promptIds).not.toContain(IM_START);
+  });
+
+  it.skipIf(qwen === undefined || chatQwen === undefined)('[SHIP-cli-chat] --chat --input renders a whole conversation (system message included) with its other template variables; --system adds one to --prompt', () => {
+    const c = chatQwen!.find((x) => x.messages.some((m) => m.role === 'system'))!;
+    const input = writeInput('conversation.json', { messages: c.messages });
+    const out = generateJson(['--model', qwen!.path, '--chat', '--input', input, '--steps', '1', '--provider', 'host']);
+    expect(out.renderedPrompt).toBe(c.rendered);
+    const first = c.messages[0]!;
+    const user = c.messages[1]!;
+    const viaFlags = generateJson(['--model', qwen!.path, '--chat', '--system', first.content, '--prompt', user.content, '--steps', '1', '--provider', 'host']);
+    expect(viaFlags.renderedPrompt).toBe(`<|im_start|>system\n${first.content}<|im_end|>\n<|im_start|>user\n${user.content}<|im_end|>\n<|im_start|>assistant\n`);
+    expect(viaFlags.promptIds[0]).toBe(IM_START);
+    // Other variables of --input reach the template (Qwen's enable_thinking: false adds an empty think block).
+    const single = chatQwen!.find((x) => x.messages.length === 1)!;
+    const thinking = writeInput('thinking.json', { messages: single.messages, enable_thinking: false });
+    expect(generateJson(['--model', qwen!.path, '--chat', '--input', thinking, '--steps', '1', '--provider', 'host']).renderedPrompt).toBe(`${single.rendered}<think>\n\n</think>\n\n`);
+  });
+
+  it.skipIf(stories === undefined)('[SHIP-cli-errors] --chat on a model without a chat template exits 1 with ENOTSUP no-chat-template; --input without --chat is a usage error', () => {
+    expect(failure(run(['generate', '--model', stories!.path, '--chat', '--prompt', 'Hi', '--steps', '1', '--provider', 'host', '--json']))).toEqual({ status: 1, code: 'ENOTSUP', reason: 'no-chat-template', stdout: '' });
+    const usage = run(['generate', '--model', stories!.path, '--input', 'x.json', '--json']);
+    expect(usage.status).toBe(2);
+    expect(usage.stderr.startsWith('tenon: --input needs --chat')).toBe(true);
   });
 });

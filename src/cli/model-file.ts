@@ -4,14 +4,15 @@
 // read whole. Node's own file errors become TenonErrors (ENOENT `no-such-file`, EACCES, EIO
 // `read-failed`) naming the path.
 //
-// Every read is counted (reads, bytes, the largest single read), so a run can show that it read ranges.
+// Every read of the file handle is counted (reads, bytes, the largest single read), so a run can show
+// that it read ranges.
 // Ownership: `openModelFile` opens the handle and the returned ModelFile owns it; `close()` closes it
 // once (later calls do nothing). Everything read from the file (the LoadedModel, its tensors' readRows)
 // is usable only while the handle is open.
 import { open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { TenonError, fileHandleSource, loadModel, parseGguf, tokenizerFromGguf } from '../index.js';
-import type { ByteSource, LoadedModel, Tokenizer } from '../index.js';
+import type { ByteSource, FileHandleLike, LoadedModel, Tokenizer } from '../index.js';
 
 const OP = 'cli.open';
 /** "GGUF" as the first four bytes of a file. */
@@ -72,22 +73,22 @@ export async function openModelFile(path: string): Promise<ModelFile> {
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) throw new TenonError('EINVAL', `${path} is not a regular file`, { op: OP, reason: 'not-a-file', path });
-    const inner = await fileHandleSource(handle, { size: stat.size, name: path });
+    // Every read that reaches the file is counted, at the handle: what the source really asked of the disk.
     let reads = 0;
     let bytes = 0;
     let largest = 0;
-    const source: ByteSource = {
-      size: inner.size,
-      name: path,
-      async read(offset, length) {
-        const got = await inner.read(offset, length);
+    const counted: FileHandleLike = {
+      async read(buffer, offset, length, position) {
+        const r = await handle.read(buffer, offset, length, position);
         reads++;
-        bytes += length;
-        largest = Math.max(largest, length);
-        return got;
+        bytes += r.bytesRead;
+        largest = Math.max(largest, r.bytesRead);
+        return r;
       },
+      stat: () => handle.stat(),
     };
-    const stats = (): ReadStats => ({ reads, bytes, largest, size: inner.size });
+    const source = await fileHandleSource(counted, { size: stat.size, name: path });
+    const stats = (): ReadStats => ({ reads, bytes, largest, size: source.size });
     const head = source.size >= GGUF_MAGIC.length ? await source.read(0, GGUF_MAGIC.length) : new Uint8Array(0);
     const isGguf = new TextDecoder().decode(head) === GGUF_MAGIC;
     return { path, source, isGguf, stats, close };

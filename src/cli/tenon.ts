@@ -6,16 +6,19 @@
 //   render    prints the chat template rendered for a JSON input file ({ messages, add_generation_prompt,
 //             ... }), bos_token/eos_token defaulting to the model's own.
 // Models are read through a Node file handle as a range source (model-file.ts): never one buffer. Text
-// mode writes plain text to stdout; --json writes one JSON object and a newline. --help prints the usage
+// mode writes plain text to stdout; --json writes one JSON object and a newline: generate { provider,
+// adapter, model, promptIds, renderedPrompt (--chat), generatedIds, text, stop, read, timings }, tokenize
+// { ids, tokens, read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
+// largest single read, the file's size). --help prints the usage
 // to stdout and exits 0. A failure prints `tenon: CODE reason: message` to stderr and exits 1 (usage
 // errors: the message and the usage, exit 2). Dawn comes from the `webgpu` package, loaded only for
 // --provider webgpu (without it that provider fails with ENOTSUP, reason webgpu-package-missing);
 // XDG_RUNTIME_DIR gets a private default first (runtime-dir.ts). Uses only the public API.
-import { TenonError, TextSession, createHostProvider, createRuntime, createWebGPUProvider, isTenonError, parseLlamaModel, parseTokenizer, renderChat } from '../index.js';
-import type { ChatInput, HostProvider, WebGPUProvider } from '../index.js';
+import { TenonError, TextSession, createHostProvider, createRuntime, createWebGPUProvider, isTenonError, renderChat } from '../index.js';
+import type { ChatInput, ChatMessage, GeneratedToken, HostProvider, WebGPUProvider } from '../index.js';
 import { USAGE, UsageError, parseArgs } from './args.js';
 import type { GenerateArgs, ProviderKind, RenderArgs, TokenizeArgs } from './args.js';
-import { loadTokenizer, openModelFile, readSmallFile } from './model-file.js';
+import { loadModelFile, loadTokenizer, openModelFile, readSmallFile } from './model-file.js';
 import { ensureRuntimeDir } from './runtime-dir.js';
 
 const HELP_FLAGS = new Set(['--help', '-h', 'help']);
@@ -90,26 +93,56 @@ async function render(args: RenderArgs): Promise<void> {
   }
 }
 
+/** Longest KV cache the CLI allocates (positions); the model's own context when smaller. */
+const MAX_SEQ = 4096;
+
+/** The conversation of a --chat run: --input's object, or --system and --prompt as messages. */
+async function chatInput(args: GenerateArgs): Promise<ChatInput> {
+  if (args.input !== undefined) return readChatInput(args.input);
+  const messages: ChatMessage[] = [];
+  if (args.system !== undefined) messages.push({ role: 'system', content: args.system });
+  messages.push({ role: 'user', content: args.prompt ?? '' });
+  return { messages };
+}
+
 async function generate(args: GenerateArgs): Promise<void> {
+  const file = await openModelFile(args.model);
   let provider: HostProvider | WebGPUProvider | undefined;
   try {
     const t0 = performance.now();
-    const modelBytes = await readSmallFile(args.model);
-    const tokBytes = await readSmallFile(args.tokenizer ?? args.model);
-    const model = parseLlamaModel(modelBytes);
-    const tokenizer = parseTokenizer(tokBytes, model.config.vocabSize);
+    const model = await loadModelFile(file, args.tokenizer);
+    const sampling = { maxTokens: args.steps, temperature: args.temperature, topP: args.topP, seed: args.seed };
+    let run: (session: TextSession) => AsyncGenerator<GeneratedToken, void, undefined>;
+    let renderedPrompt: string | undefined;
+    if (args.chat) {
+      // Everything but messages and add_generation_prompt (always true for a reply) is a template variable.
+      const { messages, add_generation_prompt: _, ...variables } = await chatInput(args);
+      // Rendered here first, so a model without a template or a bad input fails before any upload.
+      renderedPrompt = renderChat(model.tokenizer, { ...variables, messages, add_generation_prompt: true });
+      run = (session) => session.chat(messages, { ...sampling, variables });
+    } else {
+      const ids = model.tokenizer.encode(args.prompt ?? '', { parseSpecial: args.special });
+      run = (session) => session.generate(ids, sampling);
+    }
     provider = await makeProvider(args.provider);
-    const session = await TextSession.create({ runtime: createRuntime(provider), model, tokenizer, maxSeq: Math.min(model.config.seqLen, 4096) });
-    const promptIds = tokenizer.encode(args.prompt ?? '', { bos: true, parseSpecial: args.special });
+    const session = await TextSession.create({ runtime: createRuntime(provider), model, maxSeq: Math.min(model.config.contextLength, MAX_SEQ) });
     const loaded = performance.now();
     const generated: number[] = [];
+    let promptIds: number[] | undefined;
     let text = '';
     let first: number | undefined;
-    for await (const t of session.generate(promptIds, { maxTokens: args.steps, temperature: args.temperature, topP: args.topP, seed: args.seed })) {
-      first ??= performance.now();
-      generated.push(t.token);
-      text += t.text;
-      if (!args.json) out(t.text);
+    try {
+      for await (const t of run(session)) {
+        first ??= performance.now();
+        // The committed history before the first token is the prompt as the session ran it.
+        promptIds ??= session.tokens.slice(0, t.position);
+        generated.push(t.token);
+        text += t.text;
+        if (!args.json) out(t.text);
+      }
+      promptIds ??= [...session.tokens];
+    } finally {
+      session.dispose();
     }
     const done = performance.now();
     if (args.json) {
@@ -117,17 +150,21 @@ async function generate(args: GenerateArgs): Promise<void> {
       printJson({
         provider: args.provider,
         adapter: provider.kind === 'webgpu' ? { vendor: provider.adapterInfo.vendor, architecture: provider.adapterInfo.architecture } : null,
+        model: { format: model.format, architecture: model.architecture.id, name: model.name ?? null },
         promptIds,
+        ...(renderedPrompt === undefined ? {} : { renderedPrompt }),
         generatedIds: generated,
         text,
+        stop: generated.length >= args.steps ? 'max-tokens' : 'end-of-generation',
+        read: file.stats(),
         loadMs: Math.round(loaded - t0),
         firstTokenMs: first === undefined ? null : Math.round(first - loaded),
         tokensPerSecond: generated.length > 1 && seconds > 0 ? (generated.length - 1) / seconds : null,
       });
     } else out('\n');
-    session.dispose();
   } finally {
     if (provider?.kind === 'webgpu') (provider as WebGPUProvider).destroy();
+    await file.close();
   }
 }
 
