@@ -4,10 +4,13 @@
 // by name, and `tenon` resolves to the built ES module bundle (dist/tenon.js; scripts/demo.sh builds it
 // when it is missing or older than the sources). The dev server also serves, byte for byte, the built
 // bundles (/dist/), the examples (/examples/) and, when present, the model fixtures in ../shared/models
-// (/models/: open /?model=/models/stories260K.bin&tokenizer=/models/tok512.bin to run offline).
+// (/models/: open /?model=/models/stories260K.bin&tokenizer=/models/tok512.bin to run offline; the
+// gzip-stored GGUF fixtures are served decompressed, e.g. /?model=/models/gguf/tiny-qwen2-Q4_K_M.gguf).
+// demo/public/models/ holds the one model that ships inside the demo (stories260K, MIT; see its LICENSE).
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 import { crossOriginIsolationHeaders } from './scripts/chromium.config.js';
+import { gunzippedFiles } from './scripts/gunzip-files.js';
 import { staticFiles } from './scripts/static-files.js';
 
 export default defineConfig({
@@ -23,6 +26,7 @@ export default defineConfig({
       { prefix: '/examples/', dir: 'examples' },
       { prefix: '/models/', dir: '../shared/models' },
     ]),
+    gunzippedFiles({ prefix: '/models/', dir: '../shared/models' }),
   ],
   build: { outDir: '../dist/demo', emptyOutDir: true, target: 'es2022' },
 });

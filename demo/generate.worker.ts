@@ -1,42 +1,72 @@
 // The demo's generation worker. It owns everything GPU: the provider (WebGPU, or the host provider when
-// this browser has none), the runtime, the parsed model and the TextSession; a GPUDevice cannot leave the
-// thread that made it, so none of it ever crosses to the page. It reads the model and tokenizer from
-// data-plane blobs the page cached in OPFS, streams generated tokens to the page over a data-plane
-// stream (newline-delimited JSON), keeps prompt caches in OPFS, and answers the page's calls
-// (demo/protocol.ts). Uses only tenon's public API, from the built ES module bundle.
+// this browser has none), the runtime, the model description and the TextSession; a GPUDevice cannot
+// leave the thread that made it, so none of it ever crosses to the page. The model file is a data-plane
+// blob the page cached in OPFS: the worker keeps it open for read and loads it through the descriptor as
+// a range source (GGUF or llama2.c; a file of any size is read range by range, never as one buffer); a
+// llama2.c checkpoint's tokenizer blob is small and read whole. Generated tokens stream to the page over a
+// data-plane stream (newline-delimited JSON); completions keep prompt caches in OPFS; chat replies render
+// the model's template (session.chat). The page's calls and this worker's events are demo/protocol.ts.
+// Ownership: `modelFile` (the open model descriptor) lives as long as `model` does: both are replaced
+// together by the next successful load, after the old session and provider are retired. Uses only
+// tenon's public API, from the built ES module bundle.
 import {
   TextSession,
   connectSession,
   createHostProvider,
   createRuntime,
   createWebGPUProvider,
+  descriptorSource,
   isTenonError,
-  parseLlamaModel,
-  parseTokenizer,
+  loadModel,
   readModelSource,
+  renderChat,
   sha256Hex,
   writeStream,
 } from 'tenon';
-import type { HostProvider, LlamaModelFile, Session, StreamWriter, Tokenizer, WebGPUProvider } from 'tenon';
-import type { GenerateArgs, GenerateResult, LoadArgs, LoadResult, MemoryReport, Reply, Request, TokenRecord, WireError, WorkerApi, WorkerEvent } from './protocol.js';
+import type { Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
+import type {
+  ChatArgs,
+  ChatResult,
+  ForceToken,
+  GenerateArgs,
+  GenerateResult,
+  KindSummary,
+  LoadArgs,
+  LoadResult,
+  MemoryReport,
+  Reply,
+  Request,
+  StopReason,
+  TokenRecord,
+  WireError,
+  WorkerApi,
+  WorkerEvent,
+} from './protocol.js';
 
-/** Longest KV cache the demo allocates (positions); the model's own seq_len when smaller. */
+/** Longest KV cache the demo allocates (positions); the model's own context when smaller. */
 const MAX_SEQ = 1024;
 /** Prompt-lookup speculation settings for the "speculative decoding" toggle. */
 const SPECULATION = { lookahead: 4, ngram: 2 } as const;
 const CACHE_DIR = '/demo/prompt-caches';
+/** Seed of the sampler (reproducible runs at temperature > 0). */
+const SEED = 42;
 
 type Provider = HostProvider | WebGPUProvider;
 
 let store: Session | undefined;
-let model: LlamaModelFile | undefined;
-let tokenizer: Tokenizer | undefined;
+let model: LoadedModel | undefined;
+let modelFile: Descriptor | undefined;
 let provider: Provider | undefined;
 let session: TextSession | undefined;
 let modelId = '';
 let choice: LoadArgs['provider'] = 'auto';
 /** Roots retained forever by devices lost earlier in this worker (they are never freed or reused). */
 let lostRetained = 0;
+/** The generation in progress (the stop call aborts it). */
+let running: AbortController | undefined;
+/** Test seam: the next run's forced token, and how many logits the running generation has seen. */
+let force: ForceToken | undefined;
+let logitsSeen = 0;
 const encoder = new TextEncoder();
 
 function post(message: Reply | WorkerEvent): void {
@@ -63,6 +93,23 @@ function need<T>(value: T | undefined, what: string): T {
   return value;
 }
 
+/**
+ * The session's logits observer: passes every row through, except the forced step of a run (test seam),
+ * where the forced token gets the highest logit, so greedy and the stop rules see it as the model's choice.
+ */
+const observer: SessionObserver = {
+  logits(logits) {
+    logitsSeen++;
+    if (force === undefined || logitsSeen !== force.step) return undefined;
+    const out = Float32Array.from(logits);
+    let max = -Infinity;
+    for (const v of out) max = Math.max(max, v);
+    out[force.token] = max + 1;
+    force = undefined;
+    return out;
+  },
+};
+
 async function makeProvider(): Promise<{ provider: Provider; fallback?: WireError }> {
   if (choice === 'host') return { provider: createHostProvider() };
   try {
@@ -78,14 +125,28 @@ async function makeProvider(): Promise<{ provider: Provider; fallback?: WireErro
   }
 }
 
+/** Weights by lowering kind: tensor counts and file bytes from the model, device bytes from the session. */
+function kinds(m: LoadedModel, s: TextSession): KindSummary[] {
+  const byKind = new Map<string, { tensors: number; fileBytes: number }>();
+  for (const t of m.tensors) {
+    const k = byKind.get(t.kind.name) ?? { tensors: 0, fileBytes: 0 };
+    k.tensors++;
+    k.fileBytes += t.geometry.byteLength;
+    byKind.set(t.kind.name, k);
+  }
+  const device = s.report().weightBytesByKind as Readonly<Record<string, number | undefined>>;
+  return [...byKind].map(([kind, k]) => ({ kind, tensors: k.tensors, fileBytes: k.fileBytes, deviceBytes: device[kind] ?? 0 }));
+}
+
 function memory(): MemoryReport | undefined {
-  if (session === undefined || provider === undefined) return undefined;
+  if (session === undefined || provider === undefined || model === undefined) return undefined;
   const r = session.report();
   const c = provider.counters();
   const lostNow = provider.kind === 'webgpu' && (provider as WebGPUProvider).lossObserved;
   return {
     provider: r.provider,
     weightBytes: r.weightBytes,
+    kinds: kinds(model, session),
     stateBytes: r.stateBytes,
     activationBytes: r.activationBytes,
     liveRoots: c.liveRoots,
@@ -117,11 +178,11 @@ function retire(): void {
 
 async function start(): Promise<LoadResult> {
   const m = need(model, 'model');
-  const t = need(tokenizer, 'tokenizer');
   const made = await makeProvider();
   provider = made.provider;
-  const maxSeq = Math.min(m.config.seqLen, MAX_SEQ);
-  session = await TextSession.create({ runtime: createRuntime(provider), model: m, tokenizer: t, maxSeq });
+  const maxSeq = Math.min(m.config.contextLength, MAX_SEQ);
+  const onProgress = (p: MaterializeProgress): void => post({ event: 'progress', file: 'model', loaded: p.bytesDone, total: p.bytesTotal });
+  session = await TextSession.create({ runtime: createRuntime(provider), model: m, maxSeq, observer, onProgress });
   modelId = (await session.identity()).modelId;
   const c = m.config;
   let adapter: LoadResult['adapter'];
@@ -139,7 +200,21 @@ async function start(): Promise<LoadResult> {
     provider: provider.kind === 'webgpu' ? 'webgpu' : 'host',
     ...(made.fallback === undefined ? {} : { fallback: made.fallback }),
     ...(adapter === undefined ? {} : { adapter }),
-    config: { dim: c.dim, nLayers: c.nLayers, nHeads: c.nHeads, vocabSize: c.vocabSize, seqLen: c.seqLen },
+    model: {
+      format: m.format,
+      architecture: m.architecture.id,
+      name: m.name,
+      chat: m.chatTemplate !== undefined,
+      tokenizer: m.tokenizer.model === 'gpt2' ? `byte-level BPE (${m.tokenizer.pre ?? 'default'})` : 'SentencePiece',
+      dim: c.dim,
+      layers: c.layers,
+      heads: c.heads,
+      kvHeads: c.kvHeads,
+      vocabSize: c.vocabSize,
+      contextLength: c.contextLength,
+      fileBytes: m.source?.size ?? m.storedBytes,
+      readByRanges: m.source !== undefined,
+    },
     maxSeq,
     modelId,
     memory: memory()!,
@@ -148,6 +223,68 @@ async function start(): Promise<LoadResult> {
 
 function record(r: TokenRecord | { k: 'error'; error: WireError }): Uint8Array {
   return encoder.encode(`${JSON.stringify(r)}\n`);
+}
+
+/** Closes the model blob a replaced model was read from. */
+async function closeModelFile(d: Descriptor | undefined): Promise<void> {
+  if (d !== undefined && d.info().state === 'open') await d.close().catch(() => undefined);
+}
+
+interface Streamed {
+  readonly ids: number[];
+  readonly promptIds: readonly number[];
+  readonly stop: StopReason;
+  readonly firstAt: number | undefined;
+  readonly lastAt: number | undefined;
+}
+
+/**
+ * Runs one generation (a completion or a chat reply) into the token stream at `streamPath`: opens the
+ * write end first (the page is already waiting on the read end), writes a record per token and an end
+ * record, and closes; a failure writes an error record and closes cleanly, so the page tells a failed run
+ * (clean end) from a dead worker (the stream resets). The stop call ends the run between tokens.
+ */
+async function stream(streamPath: string, maxTokens: number, run: (signal: AbortSignal) => AsyncGenerator<GeneratedToken, void, undefined>): Promise<Streamed> {
+  const files = need(store, 'data-plane session');
+  const s = need(session, 'session');
+  const out: StreamWriter = await writeStream(files, streamPath);
+  const controller = new AbortController();
+  running = controller;
+  logitsSeen = 0;
+  try {
+    const ids: number[] = [];
+    let promptIds: readonly number[] | undefined;
+    let firstAt: number | undefined;
+    let lastAt: number | undefined;
+    let stop: StopReason = 'end-of-generation';
+    try {
+      for await (const t of run(controller.signal)) {
+        // The committed history before the first token's position is the prompt as the session ran it.
+        promptIds ??= s.tokens.slice(0, t.position);
+        const now = performance.now();
+        firstAt ??= now;
+        lastAt = now;
+        ids.push(t.token);
+        await out.write(record({ k: 'token', id: t.token, text: t.text, pos: t.position }));
+      }
+    } catch (err) {
+      if (!(isTenonError(err, 'ECANCELED') && controller.signal.aborted)) throw err;
+      stop = 'stopped';
+    }
+    if (stop !== 'stopped' && ids.length >= maxTokens) stop = 'max-tokens';
+    await out.write(record({ k: 'end', generated: ids.length }));
+    await out.close();
+    return { ids, promptIds: promptIds ?? s.tokens, stop, firstAt, lastAt };
+  } catch (err) {
+    if (out.descriptor.info().state === 'open') {
+      await out.write(record({ k: 'error', error: toWire(err) })).catch(() => undefined);
+      await out.close().catch(() => undefined);
+    }
+    throw err;
+  } finally {
+    running = undefined;
+    force = undefined;
+  }
 }
 
 const api: WorkerApi = {
@@ -159,82 +296,101 @@ const api: WorkerApi = {
   async load(args) {
     const files = need(store, 'data-plane session');
     choice = args.provider;
-    const progress = (file: 'model' | 'tokenizer') => (p: { loaded: number; total: number | undefined }) =>
-      post({ event: 'progress', file, loaded: p.loaded, total: p.total });
-    const modelBytes = await readModelSource(files, args.modelPath, { onProgress: progress('model') });
-    const tokenizerBytes = await readModelSource(files, args.tokenizerPath, { onProgress: progress('tokenizer') });
-    // Parse both before touching the running session: a bad file leaves the current model in place.
-    const nextModel = parseLlamaModel(modelBytes);
-    const nextTokenizer = parseTokenizer(tokenizerBytes, nextModel.config.vocabSize);
+    // The model blob stays open while the model is in use: its tensors are read by range from it.
+    const d = await files.open(args.modelPath, { access: 'read', kind: 'blob' });
+    let next: LoadedModel;
+    try {
+      const tokenizer =
+        args.tokenizerPath === undefined
+          ? undefined
+          : await readModelSource(files, args.tokenizerPath, { onProgress: (p) => post({ event: 'progress', file: 'tokenizer', loaded: p.loaded, total: p.total }) });
+      // Described (and checked) before touching the running session: a bad file leaves the current model in place.
+      next = await loadModel(descriptorSource(d), tokenizer === undefined ? {} : { tokenizer });
+    } catch (err) {
+      await closeModelFile(d);
+      throw err;
+    }
     retire();
-    model = nextModel;
-    tokenizer = nextTokenizer;
+    const old = modelFile;
+    model = next;
+    modelFile = d;
+    await closeModelFile(old);
     return start();
   },
 
   async generate(args: GenerateArgs): Promise<GenerateResult> {
     const files = need(store, 'data-plane session');
+    const s = need(session, 'session');
     const t0 = performance.now();
-    // The page is already waiting on the read end; open the write end first so it never waits in vain.
-    const out: StreamWriter = await writeStream(files, args.streamPath);
-    try {
-      const s = need(session, 'session');
-      const tok = need(tokenizer, 'tokenizer');
-      const ids = tok.encode(args.prompt, { bos: true });
-      let cache: GenerateResult['cache'] = { mode: 'off', reused: 0, prefilled: ids.length, saved: false };
-      let cachePath: string | undefined;
-      // Without a prompt cache every run prefills its whole prompt; with one, a cache saved in OPFS by an
-      // earlier run (this visit or an earlier one) restores the prompt's KV rows instead.
-      await s.reset();
-      if (args.promptCache) {
-        const key = (await sha256Hex(new Uint8Array(Int32Array.from(ids).buffer))).slice(0, 16);
-        cachePath = `${CACHE_DIR}/${modelId.slice(0, 16)}-${key}.bin`;
-        try {
-          const manifest = await s.loadPromptCache(files, cachePath, { prompt: ids });
-          // generate() re-runs the last prompt token to get its logits; everything before it is reused.
-          const reused = Math.min(manifest.tokens.length, ids.length - 1);
-          cache = { mode: 'hit', reused, prefilled: ids.length - reused, saved: false, path: cachePath };
-        } catch (err) {
-          if (!isTenonError(err) || !['ENOENT', 'EINVAL'].includes(err.code)) throw err;
-          cache = { mode: 'miss', reused: 0, prefilled: ids.length, saved: false, path: cachePath };
-        }
+    const ids = s.tokenizer.encode(args.prompt);
+    let cache: GenerateResult['cache'] = { mode: 'off', reused: 0, prefilled: ids.length, saved: false };
+    let cachePath: string | undefined;
+    // Without a prompt cache every run prefills its whole prompt; with one, a cache saved in OPFS by an
+    // earlier run (this visit or an earlier one) restores the prompt's KV rows instead.
+    await s.reset();
+    if (args.promptCache) {
+      const key = (await sha256Hex(new Uint8Array(Int32Array.from(ids).buffer))).slice(0, 16);
+      cachePath = `${CACHE_DIR}/${modelId.slice(0, 16)}-${key}.bin`;
+      try {
+        const manifest = await s.loadPromptCache(files, cachePath, { prompt: ids });
+        // generate() re-runs the last prompt token to get its logits; everything before it is reused.
+        const reused = Math.min(manifest.tokens.length, ids.length - 1);
+        cache = { mode: 'hit', reused, prefilled: ids.length - reused, saved: false, path: cachePath };
+      } catch (err) {
+        if (!isTenonError(err) || !['ENOENT', 'EINVAL'].includes(err.code)) throw err;
+        cache = { mode: 'miss', reused: 0, prefilled: ids.length, saved: false, path: cachePath };
       }
-      const speculate = args.speculative && args.temperature === 0;
-      const before = s.speculationStats();
-      const generated: number[] = [];
-      let first: number | undefined;
-      for await (const t of s.generate(ids, { maxTokens: args.maxTokens, temperature: args.temperature, seed: 42, ...(speculate ? { speculative: SPECULATION } : {}) })) {
-        first ??= performance.now();
-        generated.push(t.token);
-        await out.write(record({ k: 'token', id: t.token, text: t.text, pos: t.position }));
-      }
-      const decodeMs = first === undefined ? 0 : performance.now() - first;
-      await out.write(record({ k: 'end', generated: generated.length }));
-      await out.close();
-      if (cache.mode === 'miss' && cachePath !== undefined) {
-        await s.savePromptCache(files, cachePath, { length: ids.length });
-        cache = { ...cache, saved: true };
-      }
-      const after = s.speculationStats();
-      return {
-        promptTokens: ids.length,
-        generated: generated.length,
-        ids: generated,
-        cache,
-        ...(speculate ? { speculation: { passes: after.passes - before.passes, drafted: after.drafted - before.drafted, accepted: after.accepted - before.accepted } } : {}),
-        firstTokenMs: first === undefined ? undefined : first - t0,
-        decodeMs,
-        memory: memory()!,
-      };
-    } catch (err) {
-      // The failure travels in the reply; the stream ends cleanly with an error record, so the page can
-      // tell a failed generation (clean end) from a dead worker (the stream resets).
-      if (out.descriptor.info().state === 'open') {
-        await out.write(record({ k: 'error', error: toWire(err) })).catch(() => undefined);
-        await out.close().catch(() => undefined);
-      }
-      throw err;
     }
+    const speculate = args.speculative && args.temperature === 0;
+    const before = s.speculationStats();
+    const options = { maxTokens: args.maxTokens, temperature: args.temperature, seed: SEED, ...(speculate ? { speculative: SPECULATION } : {}) };
+    const r = await stream(args.streamPath, args.maxTokens, (signal) => s.generate(ids, { ...options, signal }));
+    if (cache.mode === 'miss' && cachePath !== undefined) {
+      await s.savePromptCache(files, cachePath, { length: ids.length });
+      cache = { ...cache, saved: true };
+    }
+    const after = s.speculationStats();
+    return {
+      promptTokens: ids.length,
+      promptIds: ids,
+      generated: r.ids.length,
+      ids: r.ids,
+      stop: r.stop,
+      cache,
+      ...(speculate ? { speculation: { passes: after.passes - before.passes, drafted: after.drafted - before.drafted, accepted: after.accepted - before.accepted } } : {}),
+      firstTokenMs: r.firstAt === undefined ? undefined : r.firstAt - t0,
+      decodeMs: r.firstAt === undefined || r.lastAt === undefined ? 0 : r.lastAt - r.firstAt,
+      memory: memory()!,
+    };
+  },
+
+  async chat(args: ChatArgs): Promise<ChatResult> {
+    const s = need(session, 'session');
+    const t0 = performance.now();
+    // Shown to the user; session.chat renders the same template with the same variables.
+    const renderedPrompt = renderChat(s.tokenizer, { messages: args.messages, add_generation_prompt: true });
+    const held = s.tokens;
+    const r = await stream(args.streamPath, args.maxTokens, (signal) => s.chat(args.messages, { maxTokens: args.maxTokens, temperature: args.temperature, seed: SEED, signal }));
+    let reused = 0;
+    while (reused < held.length && reused < r.promptIds.length && held[reused] === r.promptIds[reused]) reused++;
+    return {
+      promptTokens: r.promptIds.length,
+      promptIds: r.promptIds,
+      renderedPrompt,
+      reused,
+      generated: r.ids.length,
+      ids: r.ids,
+      stop: r.stop,
+      firstTokenMs: r.firstAt === undefined ? undefined : r.firstAt - t0,
+      decodeMs: r.firstAt === undefined || r.lastAt === undefined ? 0 : r.lastAt - r.firstAt,
+      memory: memory()!,
+    };
+  },
+
+  async stop() {
+    if (running === undefined) return false;
+    running.abort();
+    return true;
   },
 
   async memory() {
@@ -245,6 +401,10 @@ const api: WorkerApi = {
     const p = need(provider, 'provider');
     if (p.kind !== 'webgpu') throw Object.assign(new Error('the host provider has no device to lose'), { name: 'NotSupported' });
     (p as WebGPUProvider).faults.loseDevice();
+  },
+
+  async forceToken(f) {
+    force = f;
   },
 
   async reload() {

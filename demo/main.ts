@@ -2,23 +2,52 @@
 // under the plane "tenon-demo"), fetches model files into blobs (or reuses the blobs a previous visit
 // left), and drives a generation worker (demo/generate.worker.ts) that owns the GPU. Tokens arrive over
 // a data-plane stream; the worker's replies carry timings, cache and speculation effects and memory.
+// Models: a picker (demo/models.ts) with stories260K embedded in the demo (the offline default, loaded at
+// once), llama2.c and GGUF instruct models by URL, and any URL or picked file. A download streams into a
+// staged blob (cacheModelSource: a file of any size never becomes one buffer; the worker reads the model
+// through the blob by ranges); progress shows bytes and rate. GGUF files carry their own vocabulary (the
+// tokenizer field is then ignored); llama2.c checkpoints need their tokenizer file. A model with a chat
+// template gets the chat view (messages, a streamed reply, stop), the others the completion view.
 // Failure handling: a worker that dies mid-stream shows up as ECONNRESET on the stream (the data plane
 // observes its loss), and the page starts a new worker that reloads the model from OPFS; a lost GPU
 // device fences the session until "Reload model" builds a new provider and session; no WebGPU means the
 // host provider; a bad model file shows its TenonError code. Uses only tenon's public API (the built
 // ES module bundle, imported by package name).
-// Fault seams for the e2e lane live on window.tenonDemo.faults; they use the same production paths
-// (worker.terminate(), provider.faults.loseDevice()).
+// Fault and test seams for the e2e lane live on window.tenonDemo.faults; they use the same production
+// paths (worker.terminate(), provider.faults.loseDevice(), the session's logits observer).
 import { cacheModelSource, connectSession, createDataPlane, findCachedModelSource, isTenonError, readStream } from 'tenon';
 import type { CachedModelSource, ModelSource, ModelSourceProgress, Session } from 'tenon';
-import type { GenerateArgs, GenerateResult, LoadResult, MemoryReport, Method, Reply, TokenRecord, WireError, WorkerApi, WorkerEvent } from './protocol.js';
+import { CUSTOM_MODEL, EMBEDDED_MODEL, MODEL_CHOICES, modelChoice } from './models.js';
+import type {
+  ChatArgs,
+  ChatMessage,
+  ChatResult,
+  ForceToken,
+  GenerateArgs,
+  GenerateResult,
+  LoadArgs,
+  LoadResult,
+  MemoryReport,
+  Method,
+  Reply,
+  StopReason,
+  TokenRecord,
+  WireError,
+  WorkerApi,
+  WorkerEvent,
+} from './protocol.js';
 
-const DEFAULT_MODEL = 'https://huggingface.co/karpathy/tinyllamas/resolve/main/stories15M.bin';
-const DEFAULT_TOKENIZER = 'https://raw.githubusercontent.com/karpathy/llama2.c/master/tokenizer.bin';
 const PLANE = 'tenon-demo';
 const ACCESS = { runId: 'demo', read: ['/'], write: ['/'] };
 /** The token stream between the worker (writer) and this page (reader); a fresh incarnation per run. */
 const STREAM = '/demo/tokens';
+/** "GGUF": the first bytes of a GGUF file (anything else is taken for a llama2.c checkpoint). */
+const GGUF_MAGIC = 'GGUF';
+/** Bounds of the max-tokens field. */
+const MAX_TOKENS_LIMIT = 1024;
+const DEFAULT_MAX_TOKENS = 64;
+/** Errors of these operations mean the file is not a model tenon can read. */
+const MODEL_FILE_OPS = new Set(['session.parseLlamaModel', 'session.parseTokenizer', 'gguf.parse', 'model.load', 'model.tokenizerFromGguf', 'lowering.geometry']);
 
 type State = 'starting' | 'idle' | 'loading' | 'ready' | 'generating' | 'device-lost' | 'recovering' | 'error';
 
@@ -96,8 +125,10 @@ class GenerationWorker {
 let store: Session;
 let worker: GenerationWorker;
 let state: State = 'starting';
-let loaded: { modelPath: string; tokenizerPath: string; provider: 'auto' | 'host' } | undefined;
+let loaded: LoadArgs | undefined;
 let runs = 0;
+/** The conversation of the chat view (the system prompt is added per call from its field). */
+let conversation: ChatMessage[] = [];
 const faults = { killAfter: 0, loseAfter: 0 };
 
 interface RunReport {
@@ -109,10 +140,22 @@ interface RunReport {
   readonly error?: WireError;
 }
 
+interface ChatReport {
+  readonly ids: number[];
+  readonly text: string;
+  readonly firstTokenMs: number | undefined;
+  readonly tokensPerSecond: number | undefined;
+  readonly result?: ChatResult;
+  readonly error?: WireError;
+}
+
 const demo = {
   state: (): State => state,
   lastLoad: undefined as (LoadResult & { fromCache: boolean }) | undefined,
   lastRun: undefined as RunReport | undefined,
+  lastChat: undefined as ChatReport | undefined,
+  /** Token ids of every streamed token of the current chat reply so far (for tests that watch the stream). */
+  streamed: [] as number[],
   faults: {
     /** Terminates the generation worker when the n-th token of the next run arrives. */
     killWorkerAfterTokens(n: number): void {
@@ -123,6 +166,8 @@ const demo = {
       faults.loseAfter = n;
     },
     loseDevice: (): Promise<void> => worker.call('loseDevice'),
+    /** Makes the next run's n-th token `token` (the worker's logits observer raises it to the top). */
+    forceToken: (force: ForceToken): Promise<void> => worker.call('forceToken', force),
   },
 };
 (window as unknown as { tenonDemo: typeof demo }).tenonDemo = demo;
@@ -134,18 +179,23 @@ function setState(next: State): void {
   const busy = next === 'loading' || next === 'generating' || next === 'recovering' || next === 'starting';
   $<HTMLButtonElement>('load').disabled = busy;
   $<HTMLButtonElement>('generate').disabled = next !== 'ready';
+  $<HTMLButtonElement>('send').disabled = next !== 'ready';
+  $<HTMLButtonElement>('new-chat').disabled = next !== 'ready';
+  $<HTMLButtonElement>('stop').disabled = next !== 'generating';
 }
 
 function message(kind: 'info' | 'warn' | 'error' | 'none', text = ''): void {
   const m = $('message');
   m.className = kind === 'none' ? '' : kind;
   m.textContent = text;
+  if (kind === 'none') delete m.dataset['code'];
 }
 
 function fmtBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  if (n < 1 << 30) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  return `${(n / (1 << 30)).toFixed(2)} GiB`;
 }
 
 function fill(id: string, rows: readonly (readonly [string, string])[]): void {
@@ -171,6 +221,20 @@ function showMemory(m: MemoryReport | undefined): void {
   ]);
   $('memory').dataset['liveRoots'] = String(m.liveRoots);
   $('memory').dataset['retainedAfterLoss'] = String(m.retainedAfterLoss);
+  const body = $('weight-kinds');
+  body.replaceChildren();
+  for (const k of m.kinds) {
+    const row = document.createElement('tr');
+    row.dataset['kind'] = k.kind;
+    row.dataset['deviceBytes'] = String(k.deviceBytes);
+    for (const v of [k.kind, String(k.tensors), fmtBytes(k.fileBytes), fmtBytes(k.deviceBytes)]) {
+      const td = document.createElement('td');
+      td.textContent = v;
+      row.append(td);
+    }
+    body.append(row);
+  }
+  $('weight-kinds').dataset['kinds'] = m.kinds.map((k) => k.kind).join(',');
 }
 
 function showAdapter(info: LoadResult): void {
@@ -180,36 +244,65 @@ function showAdapter(info: LoadResult): void {
     rows.push(['fallback adapter', info.adapter.isFallbackAdapter === undefined ? 'unknown' : String(info.adapter.isFallbackAdapter)]);
   }
   rows.push(['cross-origin isolated', String(crossOriginIsolated)]);
-  rows.push(['model', `dim ${info.config.dim}, ${info.config.nLayers} layers, ${info.config.nHeads} heads, vocab ${info.config.vocabSize}, context ${info.maxSeq}`]);
+  const m = info.model;
+  rows.push(['model', `${m.name ?? 'unnamed'} (${m.format === 'gguf' ? 'GGUF' : `llama2.c ${m.format}`}, ${m.architecture})`]);
+  rows.push(['shape', `dim ${m.dim}, ${m.layers} layers, ${m.heads} heads (${m.kvHeads} KV), vocab ${m.vocabSize}, context ${info.maxSeq} of ${m.contextLength}`]);
+  rows.push(['tokenizer', `${m.tokenizer}${m.chat ? ', chat template' : ''}`]);
+  rows.push(['file', `${fmtBytes(m.fileBytes)}, read from OPFS ${m.readByRanges ? 'by ranges' : 'whole'}`]);
   fill('adapter', rows);
   $('adapter').dataset['provider'] = info.provider;
 }
 
-function progress(file: 'model' | 'tokenizer', verb: string, p: { loaded: number; total: number | undefined }): void {
+/** Bytes and rate of the download in progress (the rate over the whole download so far). */
+let downloadStart: { file: string; at: number } | undefined;
+
+function progress(file: 'model' | 'tokenizer', verb: string, p: { loaded: number; total: number | undefined }, withRate: boolean): void {
   const bar = $<HTMLProgressElement>('progress');
   if (p.total === undefined || p.total === 0) bar.removeAttribute('value');
   else {
     bar.max = p.total;
     bar.value = p.loaded;
   }
-  $('load-status').textContent = `${verb} ${file}: ${fmtBytes(p.loaded)}${p.total === undefined ? '' : ` of ${fmtBytes(p.total)}`}`;
+  let rate = '';
+  if (withRate) {
+    if (downloadStart?.file !== file || p.loaded === 0) downloadStart = { file, at: performance.now() };
+    const seconds = (performance.now() - downloadStart.at) / 1000;
+    if (seconds > 0 && p.loaded > 0) rate = ` at ${fmtBytes(Math.round(p.loaded / seconds))}/s`;
+  }
+  const status = $('load-status');
+  status.textContent = `${verb} ${file}: ${fmtBytes(p.loaded)}${p.total === undefined ? '' : ` of ${fmtBytes(p.total)}`}${rate}`;
+  status.dataset['loaded'] = String(p.loaded);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The model picker
+
+function pick(id: string): void {
+  const choice = modelChoice(id);
+  $<HTMLSelectElement>('model-pick').value = choice === undefined ? CUSTOM_MODEL : id;
+  if (choice !== undefined) {
+    $<HTMLInputElement>('model-url').value = choice.model;
+    $<HTMLInputElement>('tokenizer-url').value = choice.tokenizer ?? '';
+  }
+  $('model-note').textContent = choice?.note ?? 'Any GGUF file (its vocabulary and chat template come with it), or a llama2.c checkpoint with its tokenizer file, by URL or picked from disk.';
+}
+
+function sourcesFromForm(): { model: ModelSource; tokenizer: ModelSource | undefined } {
+  const mf = $<HTMLInputElement>('model-file').files?.[0];
+  const tf = $<HTMLInputElement>('tokenizer-file').files?.[0];
+  const tokenizerUrl = $<HTMLInputElement>('tokenizer-url').value.trim();
+  return {
+    model: mf ?? $<HTMLInputElement>('model-url').value.trim(),
+    tokenizer: tf ?? (tokenizerUrl === '' ? undefined : tokenizerUrl),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Loading
 
-function sourcesFromForm(): { model: ModelSource; tokenizer: ModelSource } {
-  const mf = $<HTMLInputElement>('model-file').files?.[0];
-  const tf = $<HTMLInputElement>('tokenizer-file').files?.[0];
-  return {
-    model: mf ?? $<HTMLInputElement>('model-url').value.trim(),
-    tokenizer: tf ?? $<HTMLInputElement>('tokenizer-url').value.trim(),
-  };
-}
-
 function startWorker(): GenerationWorker {
   return new GenerationWorker((e) => {
-    if (e.event === 'progress') progress(e.file, 'reading from OPFS:', e);
+    if (e.event === 'progress') progress(e.file, e.file === 'model' ? 'uploading weights of' : 'reading from OPFS:', e, false);
     else if (e.event === 'device-lost') deviceLost({ code: 'ENODEV', reason: 'device-lost', message: `${e.reason}: ${e.message}` });
   });
 }
@@ -220,37 +313,65 @@ async function attachWorker(): Promise<void> {
   await worker.call('init', port);
 }
 
-async function load(sources: { model: ModelSource; tokenizer: ModelSource }): Promise<void> {
+/** Whether the blob at `path` starts with the GGUF magic (reads four bytes). */
+async function isGgufBlob(path: string): Promise<boolean> {
+  const d = await store.open(path, { access: 'read', kind: 'blob' });
+  try {
+    const head = new Uint8Array(GGUF_MAGIC.length);
+    const n = await d.read(head);
+    return n === GGUF_MAGIC.length && new TextDecoder().decode(head) === GGUF_MAGIC;
+  } finally {
+    await d.close();
+  }
+}
+
+function showView(chat: boolean): void {
+  $('chat-view').hidden = !chat;
+  $('completion-view').hidden = chat;
+  document.body.dataset['view'] = chat ? 'chat' : 'completion';
+}
+
+async function load(sources: { model: ModelSource; tokenizer: ModelSource | undefined }): Promise<void> {
   setState('loading');
   message('none');
   $('reload').hidden = true;
   try {
-    const onProgress = (file: 'model' | 'tokenizer') => (p: ModelSourceProgress) => progress(file, 'downloading', p);
+    const onProgress = (file: 'model' | 'tokenizer') => (p: ModelSourceProgress) => progress(file, 'downloading', p, true);
+    if (sources.model === '') throw new DemoError({ code: 'EINVAL', reason: 'no-model', message: 'pick a model, or give a URL or file' });
     const m: CachedModelSource = await cacheModelSource(store, sources.model, { onProgress: onProgress('model') });
-    const t: CachedModelSource = await cacheModelSource(store, sources.tokenizer, { onProgress: onProgress('tokenizer') });
+    const gguf = await isGgufBlob(m.path);
+    let t: CachedModelSource | undefined;
+    if (!gguf) {
+      if (sources.tokenizer === undefined) throw new DemoError({ code: 'EINVAL', reason: 'no-tokenizer', op: 'session.parseTokenizer', message: 'a llama2.c checkpoint needs its tokenizer file' });
+      t = await cacheModelSource(store, sources.tokenizer, { onProgress: onProgress('tokenizer') });
+    }
     const provider = $<HTMLSelectElement>('provider').value === 'host' ? 'host' : 'auto';
-    const info = await worker.call('load', { modelPath: m.path, tokenizerPath: t.path, provider });
-    loaded = { modelPath: m.path, tokenizerPath: t.path, provider };
-    const fromCache = m.fromCache && t.fromCache;
+    const args: LoadArgs = { modelPath: m.path, ...(t === undefined ? {} : { tokenizerPath: t.path }), provider };
+    const info = await worker.call('load', args);
+    loaded = args;
+    const fromCache = m.fromCache && (t?.fromCache ?? true);
     demo.lastLoad = { ...info, fromCache };
     const status = $('load-status');
     status.dataset['source'] = fromCache ? 'opfs' : 'network';
+    const files = `${fmtBytes(m.length)} model${t === undefined ? '' : `, ${fmtBytes(t.length)} tokenizer`}`;
     status.textContent = fromCache
-      ? `Loaded from OPFS (cached by an earlier visit; nothing downloaded): ${fmtBytes(m.length)} model, ${fmtBytes(t.length)} tokenizer.`
-      : `Downloaded and stored in OPFS (${fmtBytes(m.length)} model, ${fmtBytes(t.length)} tokenizer); the next visit loads from there.`;
+      ? `Loaded from OPFS (cached by an earlier visit; nothing downloaded): ${files}.`
+      : `Downloaded and stored in OPFS (${files}); the next visit loads from there.`;
     const bar = $<HTMLProgressElement>('progress');
     bar.max = 1;
     bar.value = 1;
     showAdapter(info);
     showMemory(info.memory);
+    newChat();
+    showView(info.model.chat);
     if (info.fallback !== undefined) {
       message('warn', `WebGPU is not available in this browser (${describe(info.fallback)}). Running on tenon's host provider (CPU) instead: same results, slower.`);
     }
     setState('ready');
   } catch (err) {
     const w = wireOf(err);
-    const bad = w.op === 'session.parseLlamaModel' || w.op === 'session.parseTokenizer';
-    message('error', bad ? `This is not a valid llama2.c model or tokenizer file (${describe(w)}).` : `Could not load the model (${describe(w)}).`);
+    const bad = w.op !== undefined && MODEL_FILE_OPS.has(w.op);
+    message('error', bad ? `This is not a valid llama2.c model or tokenizer file, nor a GGUF model tenon can run (${describe(w)}).` : `Could not load the model (${describe(w)}).`);
     $('message').dataset['code'] = w.code;
     $('load-status').textContent = 'not loaded';
     setState('error');
@@ -258,25 +379,24 @@ async function load(sources: { model: ModelSource; tokenizer: ModelSource }): Pr
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Generation
+// Streaming (shared by the completion and chat views)
 
-async function generate(): Promise<void> {
-  setState('generating');
-  message('none');
-  const run = ++runs;
-  const prompt = $<HTMLTextAreaElement>('prompt').value;
-  const args: GenerateArgs = {
-    streamPath: STREAM,
-    prompt,
-    maxTokens: Math.max(1, Math.min(1024, Number($<HTMLInputElement>('max-tokens').value) || 64)),
-    temperature: Math.max(0, Number($<HTMLInputElement>('temperature').value) || 0),
-    promptCache: $<HTMLInputElement>('prompt-cache').checked,
-    speculative: $<HTMLInputElement>('speculative').checked,
-  };
-  $('prompt-echo').textContent = prompt;
-  const out = $('generated');
-  out.textContent = '';
-  for (const id of ['ttft', 'tps', 'cache-effect', 'spec-effect']) $(id).textContent = '…';
+interface Streamed<R> {
+  readonly ids: number[];
+  readonly text: string;
+  readonly firstTokenMs: number | undefined;
+  readonly tokensPerSecond: number | undefined;
+  readonly call: PromiseSettledResult<R>;
+  readonly workerGone: WireError | undefined;
+  readonly streamError: WireError | undefined;
+}
+
+/**
+ * Starts `start` in the worker and reads the token stream it writes until it ends, calling `onText`
+ * with the text so far. A stream that breaks before the worker answered means the worker is gone: its
+ * call is failed at once (it would never be answered).
+ */
+async function streamRun<R>(start: (w: GenerationWorker) => Promise<R>, onText: (text: string, ids: readonly number[]) => void): Promise<Streamed<R>> {
   const ids: number[] = [];
   let text = '';
   let firstAt: number | undefined;
@@ -290,7 +410,7 @@ async function generate(): Promise<void> {
   const t0 = performance.now();
   let settled = false;
   let workerGone: WireError | undefined;
-  const call = w.call('generate', args).finally(() => {
+  const call = start(w).finally(() => {
     settled = true;
   });
   call.catch(() => opened.abort());
@@ -311,7 +431,7 @@ async function generate(): Promise<void> {
           lastAt = now;
           ids.push(r.id);
           text += r.text;
-          out.textContent = text;
+          onText(text, ids);
           if (faults.killAfter > 0 && ids.length === faults.killAfter) {
             faults.killAfter = 0;
             w.worker.terminate();
@@ -326,7 +446,6 @@ async function generate(): Promise<void> {
     await reader.close();
   })().catch((err: unknown) => {
     // The stream broke while the worker had not answered: the worker is gone (terminated or crashed).
-    // Its call will never be answered, so fail it now.
     if (!settled) {
       workerGone = wireOf(err);
       w.fail(workerGone);
@@ -335,34 +454,79 @@ async function generate(): Promise<void> {
   });
   const [callResult] = await Promise.allSettled([call, reading]);
   const tokensPerSecond = firstAt !== undefined && lastAt !== undefined && lastAt > firstAt ? ((ids.length - 1) * 1000) / (lastAt - firstAt) : undefined;
-  const firstTokenMs = firstAt === undefined ? undefined : firstAt - t0;
+  return { ids, text, firstTokenMs: firstAt === undefined ? undefined : firstAt - t0, tokensPerSecond, call: callResult, workerGone, streamError };
+}
 
-  if (workerGone !== undefined || callResult.status === 'rejected') {
-    for (const id of ['ttft', 'tps', 'cache-effect', 'spec-effect']) $(id).textContent = '–';
+/** What the page does when a run failed; true when it handled a failure. */
+async function runFailed(s: Streamed<unknown>, statsIds: readonly string[]): Promise<boolean> {
+  if (s.workerGone === undefined && s.call.status === 'fulfilled') return false;
+  for (const id of statsIds) $(id).textContent = '–';
+  if (s.workerGone !== undefined) {
+    await recover(`The generation worker stopped in the middle of the stream (${describe(s.workerGone)}) after ${s.ids.length} tokens.`);
+    return true;
   }
-  if (workerGone !== undefined) {
-    const cause = workerGone;
-    demo.lastRun = { ids, text, firstTokenMs, tokensPerSecond, error: cause };
-    await recover(`The generation worker stopped in the middle of the stream (${describe(cause)}) after ${ids.length} tokens.`);
-    return;
+  const e = wireOf((s.call as PromiseRejectedResult).reason);
+  if (e.code === 'ENODEV' || e.outcome === 'indeterminate') deviceLost(e);
+  else {
+    message('error', `Generation failed (${describe(e)}${e.phase === undefined ? '' : `, in phase ${e.phase}`}).`);
+    $('message').dataset['code'] = e.code;
+    setState('ready');
   }
-  if (callResult.status === 'rejected') {
-    const e = wireOf(callResult.reason);
-    demo.lastRun = { ids, text, firstTokenMs, tokensPerSecond, error: e };
-    if (e.code === 'ENODEV' || e.outcome === 'indeterminate') deviceLost(e);
-    else {
-      message('error', `Generation failed (${describe(e)}${e.phase === undefined ? '' : `, in phase ${e.phase}`}).`);
-      $('message').dataset['code'] = e.code;
-      setState('ready');
-    }
-    void refreshMemory();
-    return;
-  }
-  const result = callResult.value;
-  if (streamError !== undefined) message('warn', `The stream ended with an error record: ${describe(streamError)}`);
-  demo.lastRun = { ids, text, firstTokenMs, tokensPerSecond, result };
-  $('ttft').textContent = firstTokenMs === undefined ? '–' : `${firstTokenMs.toFixed(0)} ms (worker: ${result.firstTokenMs?.toFixed(0) ?? '–'} ms)`;
-  $('tps').textContent = tokensPerSecond === undefined ? '–' : `${tokensPerSecond.toFixed(1)} tokens/s over ${ids.length} tokens`;
+  void refreshMemory();
+  return true;
+}
+
+function failureOf(s: Streamed<unknown>): WireError | undefined {
+  if (s.workerGone !== undefined) return s.workerGone;
+  return s.call.status === 'rejected' ? wireOf(s.call.reason) : undefined;
+}
+
+/** The max-tokens field `id` (completion or chat), clamped. */
+function maxTokens(id: string): number {
+  return Math.max(1, Math.min(MAX_TOKENS_LIMIT, Number($<HTMLInputElement>(id).value) || DEFAULT_MAX_TOKENS));
+}
+
+function temperature(id: string): number {
+  return Math.max(0, Number($<HTMLInputElement>(id).value) || 0);
+}
+
+function stopText(stop: StopReason): string {
+  return stop === 'end-of-generation' ? 'the model ended its turn' : stop === 'max-tokens' ? 'token limit reached' : 'stopped';
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Completion view
+
+const COMPLETION_STATS = ['ttft', 'tps', 'cache-effect', 'spec-effect'];
+
+async function generate(): Promise<void> {
+  setState('generating');
+  message('none');
+  const run = ++runs;
+  const prompt = $<HTMLTextAreaElement>('prompt').value;
+  const args: GenerateArgs = {
+    streamPath: STREAM,
+    prompt,
+    maxTokens: maxTokens('max-tokens'),
+    temperature: temperature('temperature'),
+    promptCache: $<HTMLInputElement>('prompt-cache').checked,
+    speculative: $<HTMLInputElement>('speculative').checked,
+  };
+  $('prompt-echo').textContent = prompt;
+  const out = $('generated');
+  out.textContent = '';
+  for (const id of COMPLETION_STATS) $(id).textContent = '…';
+  const s = await streamRun((w) => w.call('generate', args), (text) => {
+    out.textContent = text;
+  });
+  const error = failureOf(s);
+  if (error !== undefined) demo.lastRun = { ids: s.ids, text: s.text, firstTokenMs: s.firstTokenMs, tokensPerSecond: s.tokensPerSecond, error };
+  if (await runFailed(s, COMPLETION_STATS)) return;
+  const result = (s.call as PromiseFulfilledResult<GenerateResult>).value;
+  if (s.streamError !== undefined) message('warn', `The stream ended with an error record: ${describe(s.streamError)}`);
+  demo.lastRun = { ids: s.ids, text: s.text, firstTokenMs: s.firstTokenMs, tokensPerSecond: s.tokensPerSecond, result };
+  $('ttft').textContent = s.firstTokenMs === undefined ? '–' : `${s.firstTokenMs.toFixed(0)} ms (worker: ${result.firstTokenMs?.toFixed(0) ?? '–'} ms)`;
+  $('tps').textContent = s.tokensPerSecond === undefined ? '–' : `${s.tokensPerSecond.toFixed(1)} tokens/s over ${s.ids.length} tokens`;
   const c = result.cache;
   const cacheText =
     c.mode === 'off'
@@ -372,21 +536,21 @@ async function generate(): Promise<void> {
         : `miss: prefilled ${c.prefilled} prompt tokens${c.saved ? ', saved the prompt cache to OPFS for next time' : ''}`;
   $('cache-effect').textContent = cacheText;
   $('cache-effect').dataset['mode'] = c.mode;
-  const s = result.speculation;
+  const sp = result.speculation;
   $('spec-effect').textContent =
-    s === undefined
+    sp === undefined
       ? args.speculative
         ? 'off (needs temperature 0)'
         : 'off'
-      : `${s.accepted} of ${s.drafted} drafted tokens accepted in ${s.passes} verification passes (output identical to greedy)`;
+      : `${sp.accepted} of ${sp.drafted} drafted tokens accepted in ${sp.passes} verification passes (output identical to greedy)`;
   const row = document.createElement('tr');
   for (const v of [
     String(run),
     c.mode,
-    s === undefined ? 'off' : `${s.accepted}/${s.drafted}`,
-    firstTokenMs === undefined ? '–' : `${firstTokenMs.toFixed(0)} ms`,
-    tokensPerSecond === undefined ? '–' : tokensPerSecond.toFixed(1),
-    String(ids.length),
+    sp === undefined ? 'off' : `${sp.accepted}/${sp.drafted}`,
+    s.firstTokenMs === undefined ? '–' : `${s.firstTokenMs.toFixed(0)} ms`,
+    s.tokensPerSecond === undefined ? '–' : s.tokensPerSecond.toFixed(1),
+    String(s.ids.length),
   ]) {
     const td = document.createElement('td');
     td.textContent = v;
@@ -395,6 +559,86 @@ async function generate(): Promise<void> {
   $('runs').prepend(row);
   showMemory(result.memory);
   setState('ready');
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chat view
+
+const CHAT_STATS = ['chat-stats'];
+
+function bubble(role: ChatMessage['role'], text: string): HTMLElement {
+  const div = document.createElement('div');
+  div.className = `msg ${role}`;
+  div.dataset['role'] = role;
+  const who = document.createElement('span');
+  who.className = 'who';
+  who.textContent = role;
+  const body = document.createElement('span');
+  body.className = 'body';
+  body.textContent = text;
+  div.append(who, body);
+  $('messages').append(div);
+  div.scrollIntoView({ block: 'end' });
+  return body;
+}
+
+function newChat(): void {
+  conversation = [];
+  $('messages').replaceChildren();
+  $('chat-stats').textContent = '–';
+}
+
+async function sendChat(): Promise<void> {
+  const input = $<HTMLTextAreaElement>('chat-input');
+  const text = input.value.trim();
+  if (text === '') return;
+  setState('generating');
+  message('none');
+  input.value = '';
+  conversation.push({ role: 'user', content: text });
+  bubble('user', text);
+  const reply = bubble('assistant', '');
+  reply.parentElement!.dataset['streaming'] = 'true';
+  const system = $<HTMLInputElement>('system-prompt').value.trim();
+  const args: ChatArgs = {
+    streamPath: STREAM,
+    messages: [...(system === '' ? [] : [{ role: 'system' as const, content: system }]), ...conversation],
+    maxTokens: maxTokens('chat-max-tokens'),
+    temperature: temperature('chat-temperature'),
+  };
+  $('chat-stats').textContent = '…';
+  demo.streamed = [];
+  const s = await streamRun((w) => w.call('chat', args), (t, ids) => {
+    reply.textContent = t;
+    demo.streamed = [...ids];
+  });
+  delete reply.parentElement!.dataset['streaming'];
+  // The reply so far stays in the conversation (a stopped or failed reply too), so the next turn follows it.
+  conversation.push({ role: 'assistant', content: s.text });
+  const error = failureOf(s);
+  if (error !== undefined) demo.lastChat = { ids: s.ids, text: s.text, firstTokenMs: s.firstTokenMs, tokensPerSecond: s.tokensPerSecond, error };
+  if (await runFailed(s, CHAT_STATS)) return;
+  const result = (s.call as PromiseFulfilledResult<ChatResult>).value;
+  if (s.streamError !== undefined) message('warn', `The stream ended with an error record: ${describe(s.streamError)}`);
+  demo.lastChat = { ids: s.ids, text: s.text, firstTokenMs: s.firstTokenMs, tokensPerSecond: s.tokensPerSecond, result };
+  reply.parentElement!.dataset['stop'] = result.stop;
+  $('rendered-prompt').textContent = result.renderedPrompt;
+  $('chat-stats').textContent = [
+    `${s.ids.length} tokens (${stopText(result.stop)})`,
+    `prompt ${result.promptTokens} tokens, ${result.reused} reused from earlier turns`,
+    s.firstTokenMs === undefined ? 'no tokens' : `first token ${s.firstTokenMs.toFixed(0)} ms`,
+    s.tokensPerSecond === undefined ? '' : `${s.tokensPerSecond.toFixed(1)} tokens/s`,
+  ]
+    .filter((x) => x !== '')
+    .join(' · ');
+  $('chat-stats').dataset['stop'] = result.stop;
+  showMemory(result.memory);
+  setState('ready');
+}
+
+async function stopGeneration(): Promise<void> {
+  if (state !== 'generating' || worker.dead) return;
+  await worker.call('stop').catch(() => undefined);
 }
 
 async function refreshMemory(): Promise<void> {
@@ -437,7 +681,7 @@ async function recover(why: string): Promise<void> {
     await attachWorker();
     if (loaded !== undefined) {
       const info = await worker.call('load', loaded);
-      showAdapter(info);
+        showAdapter(info);
       showMemory(info.memory);
     }
     message('warn', `${why} Recovered: a new worker loaded the model from OPFS. Generate again.`);
@@ -453,15 +697,31 @@ async function recover(why: string): Promise<void> {
 
 let plane: Awaited<ReturnType<typeof createDataPlane>>;
 
+function fillPicker(): void {
+  const select = $<HTMLSelectElement>('model-pick');
+  for (const c of MODEL_CHOICES) select.append(new Option(c.label, c.id));
+  select.append(new Option('Another URL or a file…', CUSTOM_MODEL));
+  select.addEventListener('change', () => pick(select.value));
+}
+
 async function main(): Promise<void> {
   setState('starting');
-  $<HTMLInputElement>('model-url').value = query.get('model') ?? DEFAULT_MODEL;
-  $<HTMLInputElement>('tokenizer-url').value = query.get('tokenizer') ?? DEFAULT_TOKENIZER;
+  fillPicker();
+  const named = query.has('model');
+  if (named) {
+    pick(CUSTOM_MODEL);
+    $<HTMLInputElement>('model-url').value = query.get('model')!;
+    $<HTMLInputElement>('tokenizer-url').value = query.get('tokenizer') ?? '';
+  } else pick(query.get('pick') ?? EMBEDDED_MODEL);
   if (query.get('provider') === 'host') $<HTMLSelectElement>('provider').value = 'host';
   if (query.has('prompt')) $<HTMLTextAreaElement>('prompt').value = query.get('prompt')!;
-  if (query.has('maxTokens')) $<HTMLInputElement>('max-tokens').value = query.get('maxTokens')!;
+  if (query.has('maxTokens')) {
+    $<HTMLInputElement>('max-tokens').value = query.get('maxTokens')!;
+    $<HTMLInputElement>('chat-max-tokens').value = query.get('maxTokens')!;
+  }
   if (query.has('promptCache')) $<HTMLInputElement>('prompt-cache').checked = query.get('promptCache') === '1';
   if (query.has('speculative')) $<HTMLInputElement>('speculative').checked = query.get('speculative') === '1';
+  showView(false);
   if (!crossOriginIsolated) {
     message('error', 'This page is not cross-origin isolated, so SharedArrayBuffer is unavailable and tenon\'s data plane cannot run. Serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp (npm run demo does).');
     setState('error');
@@ -479,14 +739,24 @@ async function main(): Promise<void> {
   await attachWorker();
   $('load').addEventListener('click', () => void load(sourcesFromForm()));
   $('generate').addEventListener('click', () => void generate());
+  $('send').addEventListener('click', () => void sendChat());
+  $('chat-input').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && state === 'ready') {
+      e.preventDefault();
+      void sendChat();
+    }
+  });
+  $('stop').addEventListener('click', () => void stopGeneration());
+  $('new-chat').addEventListener('click', () => newChat());
   $('reload').addEventListener('click', () => void reloadModel());
   setState('idle');
-  // Load at once when the address names the files, or when an earlier visit cached the default ones.
+  // Load at once: the embedded model (1 MB, offline), a model the address names, or one an earlier
+  // visit cached. A model picked by URL that is not cached yet waits for "Load model" (it may be large).
   const sources = sourcesFromForm();
-  const named = query.has('model') || query.has('tokenizer');
-  const cached = named ? undefined : await Promise.all([findCachedModelSource(store, sources.model), findCachedModelSource(store, sources.tokenizer)]);
-  if (named || (cached !== undefined && cached.every((c) => c !== undefined))) await load(sources);
-  else $('load-status').textContent = 'Press "Load model" to download the model into OPFS (stories15M: 58 MiB, once).';
+  const embedded = !named && $<HTMLSelectElement>('model-pick').value === EMBEDDED_MODEL;
+  const cached = named || embedded ? undefined : await findCachedModelSource(store, sources.model);
+  if (named || embedded || cached !== undefined) await load(sources);
+  else $('load-status').textContent = 'Press "Load model" to download the model into OPFS (once; later visits load it from there).';
 }
 
 void main().catch((err: unknown) => {

@@ -13,8 +13,10 @@ export interface WireError {
 }
 
 export interface LoadArgs {
+  /** Data-plane path of the model blob (GGUF, or a llama2.c checkpoint). */
   readonly modelPath: string;
-  readonly tokenizerPath: string;
+  /** Data-plane path of a llama2.c checkpoint's tokenizer; absent for GGUF. */
+  readonly tokenizerPath?: string;
   /** 'auto': WebGPU when this browser has it, else the host provider. */
   readonly provider: 'auto' | 'host';
 }
@@ -27,12 +29,39 @@ export interface AdapterSummary {
   readonly isFallbackAdapter: boolean | undefined;
 }
 
+/** Weights of one lowering kind: tensors, bytes in the file, bytes on the provider (packed). */
+export interface KindSummary {
+  readonly kind: string;
+  readonly tensors: number;
+  readonly fileBytes: number;
+  readonly deviceBytes: number;
+}
+
+export interface ModelSummary {
+  /** 'gguf', or the llama2.c checkpoint version. */
+  readonly format: string;
+  readonly architecture: string;
+  readonly name: string | undefined;
+  /** The model has a chat template: the page shows the chat view. */
+  readonly chat: boolean;
+  readonly tokenizer: string;
+  readonly dim: number;
+  readonly layers: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly vocabSize: number;
+  readonly contextLength: number;
+  /** Bytes the model file holds, and whether it was read by ranges (never as one buffer). */
+  readonly fileBytes: number;
+  readonly readByRanges: boolean;
+}
+
 export interface LoadResult {
   readonly provider: 'webgpu' | 'host';
   /** Why the host provider runs although 'auto' was asked (no WebGPU here). */
   readonly fallback?: WireError;
   readonly adapter?: AdapterSummary;
-  readonly config: { readonly dim: number; readonly nLayers: number; readonly nHeads: number; readonly vocabSize: number; readonly seqLen: number };
+  readonly model: ModelSummary;
   readonly maxSeq: number;
   readonly modelId: string;
   readonly memory: MemoryReport;
@@ -47,10 +76,30 @@ export interface GenerateArgs {
   readonly speculative: boolean;
 }
 
+/** One turn of a conversation (a type literal, so it fits the model layer's open ChatMessage shape). */
+export type ChatMessage = {
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly content: string;
+};
+
+export interface ChatArgs {
+  readonly streamPath: string;
+  /** The whole conversation so far, ending with the user's new message. */
+  readonly messages: readonly ChatMessage[];
+  readonly maxTokens: number;
+  readonly temperature: number;
+}
+
+/** Why a reply or completion ended: an end-of-generation token, the token limit, or the stop button. */
+export type StopReason = 'end-of-generation' | 'max-tokens' | 'stopped';
+
 export interface GenerateResult {
   readonly promptTokens: number;
+  /** The prompt as the session committed it (for a chat: the rendered template, encoded). */
+  readonly promptIds: readonly number[];
   readonly generated: number;
   readonly ids: readonly number[];
+  readonly stop: StopReason;
   /** Prompt-cache effect: off, loaded from OPFS (hit), or not there and saved afterwards (miss). */
   readonly cache: { readonly mode: 'off' | 'hit' | 'miss'; readonly reused: number; readonly prefilled: number; readonly saved: boolean; readonly path?: string };
   readonly speculation?: { readonly passes: number; readonly drafted: number; readonly accepted: number };
@@ -60,9 +109,18 @@ export interface GenerateResult {
   readonly memory: MemoryReport;
 }
 
+export interface ChatResult extends Omit<GenerateResult, 'cache' | 'speculation'> {
+  /** The chat template's output for this turn (what was encoded). */
+  readonly renderedPrompt: string;
+  /** Prompt tokens the session already held from earlier turns (not prefilled again). */
+  readonly reused: number;
+}
+
 export interface MemoryReport {
   readonly provider: string;
   readonly weightBytes: number;
+  /** Weights by lowering kind (F32, Q8_0, Q4_K, ...). */
+  readonly kinds: readonly KindSummary[];
   readonly stateBytes: number;
   readonly activationBytes: number;
   readonly liveRoots: number;
@@ -75,14 +133,25 @@ export interface MemoryReport {
   readonly maxSeq: number;
 }
 
+/** Test seam: makes the reply choose `token` at its n-th step (1-based) through the session's logits observer. */
+export interface ForceToken {
+  readonly step: number;
+  readonly token: number;
+}
+
 export interface WorkerApi {
   init(port: MessagePort): Promise<{ readonly runId: string }>;
   load(args: LoadArgs): Promise<LoadResult>;
   generate(args: GenerateArgs): Promise<GenerateResult>;
+  chat(args: ChatArgs): Promise<ChatResult>;
+  /** Ends the generation in progress after the token being produced (its call resolves with stop 'stopped'). */
+  stop(): Promise<boolean>;
   memory(): Promise<MemoryReport | undefined>;
   /** Fault seam: loses the GPU device now (provider.faults.loseDevice()). */
   loseDevice(): Promise<void>;
-  /** After a device loss: a new provider, runtime and session over the same parsed model. */
+  /** Test seam (see ForceToken); applies to the next chat or generate call only. */
+  forceToken(force: ForceToken): Promise<void>;
+  /** After a device loss: a new provider, runtime and session over the same model. */
   reload(): Promise<LoadResult>;
 }
 
