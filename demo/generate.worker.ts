@@ -23,7 +23,7 @@ import {
   sha256Hex,
   writeStream,
 } from 'tenon';
-import type { Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
+import type { ByteSource, Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
 import type {
   ChatArgs,
   ChatResult,
@@ -56,6 +56,8 @@ type Provider = HostProvider | WebGPUProvider;
 let store: Session | undefined;
 let model: LoadedModel | undefined;
 let modelFile: Descriptor | undefined;
+/** Reads of the current model's blob (every range the model layer asked for). */
+let modelReads = { count: 0, bytes: 0, largest: 0 };
 let provider: Provider | undefined;
 let session: TextSession | undefined;
 let modelId = '';
@@ -213,7 +215,7 @@ async function start(): Promise<LoadResult> {
       vocabSize: c.vocabSize,
       contextLength: c.contextLength,
       fileBytes: m.source?.size ?? m.storedBytes,
-      readByRanges: m.source !== undefined,
+      reads: { ...modelReads },
     },
     maxSeq,
     modelId,
@@ -223,6 +225,21 @@ async function start(): Promise<LoadResult> {
 
 function record(r: TokenRecord | { k: 'error'; error: WireError }): Uint8Array {
   return encoder.encode(`${JSON.stringify(r)}\n`);
+}
+
+/** `inner`, counting every read into `stats`. */
+function counted(inner: ByteSource, stats: { count: number; bytes: number; largest: number }): ByteSource {
+  return {
+    size: inner.size,
+    ...(inner.name === undefined ? {} : { name: inner.name }),
+    async read(offset, length) {
+      const bytes = await inner.read(offset, length);
+      stats.count++;
+      stats.bytes += length;
+      stats.largest = Math.max(stats.largest, length);
+      return bytes;
+    },
+  };
 }
 
 /** Closes the model blob a replaced model was read from. */
@@ -299,13 +316,14 @@ const api: WorkerApi = {
     // The model blob stays open while the model is in use: its tensors are read by range from it.
     const d = await files.open(args.modelPath, { access: 'read', kind: 'blob' });
     let next: LoadedModel;
+    const reads = { count: 0, bytes: 0, largest: 0 };
     try {
       const tokenizer =
         args.tokenizerPath === undefined
           ? undefined
           : await readModelSource(files, args.tokenizerPath, { onProgress: (p) => post({ event: 'progress', file: 'tokenizer', loaded: p.loaded, total: p.total }) });
       // Described (and checked) before touching the running session: a bad file leaves the current model in place.
-      next = await loadModel(descriptorSource(d), tokenizer === undefined ? {} : { tokenizer });
+      next = await loadModel(counted(descriptorSource(d), reads), tokenizer === undefined ? {} : { tokenizer });
     } catch (err) {
       await closeModelFile(d);
       throw err;
@@ -314,6 +332,7 @@ const api: WorkerApi = {
     const old = modelFile;
     model = next;
     modelFile = d;
+    modelReads = reads;
     await closeModelFile(old);
     return start();
   },

@@ -248,7 +248,7 @@ function showAdapter(info: LoadResult): void {
   rows.push(['model', `${m.name ?? 'unnamed'} (${m.format === 'gguf' ? 'GGUF' : `llama2.c ${m.format}`}, ${m.architecture})`]);
   rows.push(['shape', `dim ${m.dim}, ${m.layers} layers, ${m.heads} heads (${m.kvHeads} KV), vocab ${m.vocabSize}, context ${info.maxSeq} of ${m.contextLength}`]);
   rows.push(['tokenizer', `${m.tokenizer}${m.chat ? ', chat template' : ''}`]);
-  rows.push(['file', `${fmtBytes(m.fileBytes)}, read from OPFS ${m.readByRanges ? 'by ranges' : 'whole'}`]);
+  rows.push(['file', `${fmtBytes(m.fileBytes)} in OPFS, read in ${m.reads.count} ranges of at most ${fmtBytes(m.reads.largest)}`]);
   fill('adapter', rows);
   $('adapter').dataset['provider'] = info.provider;
 }

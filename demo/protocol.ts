@@ -51,9 +51,10 @@ export interface ModelSummary {
   readonly kvHeads: number;
   readonly vocabSize: number;
   readonly contextLength: number;
-  /** Bytes the model file holds, and whether it was read by ranges (never as one buffer). */
+  /** Bytes the model file holds. */
   readonly fileBytes: number;
-  readonly readByRanges: boolean;
+  /** Reads of the model blob so far (header, then weights by rows): how many, bytes, the largest one. */
+  readonly reads: { readonly count: number; readonly bytes: number; readonly largest: number };
 }
 
 export interface LoadResult {

@@ -8,7 +8,8 @@
 //     chooses <|im_end|> (made its choice at step 5 through the session's logits observer, the demo's test
 //     seam) the reply stops there and the token is never shown; the stop button ends a long reply; the
 //     memory panel lists the lowering kinds with their bytes; a reload loads the model from OPFS with no
-//     request for it and the first reply is the same. Screenshot: test-results/demo-chat.png.
+//     request for it and the first reply is the same; the worker read the model from its OPFS blob by
+//     ranges, never the whole file at once. Screenshot: test-results/demo-chat.png.
 //   - with no address parameters the demo loads its embedded stories260K (no request outside the demo's
 //     own files) and generates llama2.c's greedy continuation; the picker offers the instruct models by
 //     their public GGUF URLs.
@@ -46,7 +47,7 @@ interface DemoWindow {
   tenonDemo: {
     lastChat: ChatReport | undefined;
     lastRun: { ids: number[]; text: string } | undefined;
-    lastLoad: { fromCache: boolean; model: { format: string; architecture: string; chat: boolean; readByRanges: boolean } } | undefined;
+    lastLoad: { fromCache: boolean; model: { format: string; architecture: string; chat: boolean; fileBytes: number; reads: { count: number; bytes: number; largest: number } } } | undefined;
     streamed: number[];
     faults: { forceToken(f: { step: number; token: number }): Promise<void> };
   };
@@ -120,7 +121,13 @@ test('[SHIP-demo-chat] tiny-qwen2 (GGUF by URL) chats in the built demo: templat
   await expect(page.locator('#chat-view')).toBeVisible();
   await expect(page.locator('#completion-view')).toBeHidden();
   const load = await page.evaluate(() => (window as unknown as DemoWindow).tenonDemo.lastLoad!);
-  expect(load.model).toMatchObject({ format: 'gguf', architecture: 'qwen2', chat: true, readByRanges: true });
+  expect(load.model).toMatchObject({ format: 'gguf', architecture: 'qwen2', chat: true });
+  // The worker read the 37 MiB model from its OPFS blob by ranges (header, weights by rows, the identity
+  // digest tensor by tensor): most of the file, in many reads, never the whole file in one.
+  expect(load.model.fileBytes).toBe(38_793_760);
+  expect(load.model.reads.bytes).toBeGreaterThan(load.model.fileBytes / 2);
+  expect(load.model.reads.count).toBeGreaterThan(2);
+  expect(load.model.reads.largest).toBeLessThan(load.model.fileBytes);
   await expect(page.locator('#adapter')).toContainText('GGUF, qwen2');
   // The memory panel: the lowering kinds of a Q4_K_M file, each with its bytes on the device.
   await expect(page.locator('#weight-kinds')).toHaveAttribute('data-kinds', /Q4_K/);
