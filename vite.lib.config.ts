@@ -10,6 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 import type { Plugin, UserConfig } from 'vite';
+import { watKernels } from './scripts/wat.js';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 const at = (p: string): string => `${root}${p}`;
@@ -59,7 +60,7 @@ function tenonBundle(format: 'es' | 'iife'): Plugin {
 function library(format: 'es' | 'iife'): UserConfig {
   return {
     logLevel: 'warn',
-    plugins: [tenonBundle(format)],
+    plugins: [tenonBundle(format), watKernels()],
     // The script-tag bundle has no import.meta; its worker URLs come from the loading <script>.
     define: format === 'iife' ? { 'import.meta.url': 'undefined' } : {},
     build: {
@@ -83,7 +84,7 @@ function library(format: 'es' | 'iife'): UserConfig {
 function worker(name: 'pool' | 'dataplane'): UserConfig {
   return {
     logLevel: 'warn',
-    plugins: [tenonBundle('es')],
+    plugins: [tenonBundle('es'), watKernels()],
     build: {
       outDir: 'dist',
       emptyOutDir: false,

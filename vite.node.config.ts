@@ -8,6 +8,7 @@ import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineConfig } from 'vite';
 import type { Plugin } from 'vite';
+import { watKernels } from './scripts/wat.js';
 
 const OUT_DIR = 'dist/workers';
 /** The entry chunk package.json `bin` names (dist/workers/tenon.js). */
@@ -32,7 +33,7 @@ function cliExecutable(): Plugin {
 
 export default defineConfig({
   logLevel: 'warn',
-  plugins: [cliExecutable()],
+  plugins: [cliExecutable(), watKernels()],
   build: {
     ssr: true,
     target: 'node20',

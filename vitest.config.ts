@@ -10,6 +10,7 @@ import { searchForWorkspaceRoot } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scripts/chromium.config.js';
+import { watKernels } from './scripts/wat.js';
 
 const ci = process.env['CI'];
 const requireModels = process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
@@ -22,6 +23,8 @@ declare module 'vitest' {
 }
 
 export default defineConfig({
+  // The host provider's WebAssembly kernels: wasm/*.wat assembled on import (scripts/wat.ts).
+  plugins: [watKernels()],
   // The browser lane reads the real model fixtures from ../shared/models (never copied into the repo).
   server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(process.cwd()), '../shared/models'] } },
   // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite.

@@ -2,8 +2,10 @@
 // bench/results/; they assert nothing about time). Kept apart from the test lanes' config. Browser
 // benchmarks (*.browser.bench.ts) run under bench/vitest.browser-bench.config.ts instead.
 import { defineConfig } from 'vitest/config';
+import { watKernels } from '../scripts/wat.js';
 
 export default defineConfig({
+  plugins: [watKernels()],
   test: {
     include: ['bench/**/*.bench.ts'],
     exclude: ['bench/**/*.browser.bench.ts', '**/node_modules/**'],

@@ -6,8 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from '../scripts/chromium.config.js';
+import { watKernels } from '../scripts/wat.js';
 
 export default defineConfig({
+  plugins: [watKernels()],
   root: fileURLToPath(new URL('..', import.meta.url)),
   server: { headers: crossOriginIsolationHeaders },
   // Pre-bundled up front so a cold run does not reload the page mid-benchmark. onnxruntime-web stays

@@ -4,8 +4,10 @@
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { chromiumArgs, chromiumPath, crossOriginIsolationHeaders } from '../scripts/chromium.config.js';
+import { watKernels } from '../scripts/wat.js';
 
 export default defineConfig({
+  plugins: [watKernels()],
   server: { headers: crossOriginIsolationHeaders },
   optimizeDeps: { include: ['comlink', 'ringbuf.js', 'idb-keyval'] },
   test: {

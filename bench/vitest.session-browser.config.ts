@@ -8,10 +8,12 @@ import { searchForWorkspaceRoot } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from '../scripts/chromium.config.js';
+import { watKernels } from '../scripts/wat.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 export default defineConfig({
+  plugins: [watKernels()],
   root,
   server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(root), '../shared/models'] } },
   // Its own dependency cache: the other configs pre-bundle other sets, and a shared cache re-optimized

@@ -18,6 +18,8 @@ import type { AllocationGroup, DType, DescriptorSlot, DeviceBindingState, Dispat
 import type { BoundShape, Kernel } from './kernel.js';
 import type { Workgroups } from './ops/types.js';
 import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
+import { liveHostArray } from '../storage/index.js';
+import type { HostExecutor } from './wasm/executor.js';
 
 /**
  * Each dispatch's params start at a multiple of this (>= minUniformBufferOffsetAlignment on every
@@ -136,14 +138,17 @@ export class CompiledGraph implements Program {
   #inFlight = 0;
   #disposed = false;
   #retainedForever = false;
+  /** Runs the host dispatches (host providers only; owned by the runtime). */
+  readonly #host: HostExecutor | undefined;
 
-  constructor(owner: object, provider: Provider, spec: GraphSpec, pipelines: PipelineCache) {
+  constructor(owner: object, provider: Provider, spec: GraphSpec, pipelines: PipelineCache, host?: HostExecutor) {
     const op = 'runtime.compile';
     if (spec === null || typeof spec !== 'object' || typeof spec.name !== 'string') {
       throw new TenonError('EINVAL', 'graph spec needs a name', { op, reason: 'bad-graph' });
     }
     this.name = spec.name;
     this.owner = owner;
+    this.#host = host;
     this.provider = provider;
     this.fresh = Object.freeze([...(spec.fresh ?? [])]);
     const names = new Map<string, TensorRef>();
@@ -243,8 +248,12 @@ export class CompiledGraph implements Program {
         dispatches: plans.length,
         outputs,
         run: () => {
-          // Bound layouts are contiguous (checked above): each array starts at element 0.
-          for (const { kernel, params, states } of plans) kernel.host(params, (states as HostBindingState[]).map((s) => s.array));
+          // Bound layouts are contiguous (checked above): each array starts at element 0. The scratch is
+          // reserved first, then each dispatch's arrays are re-derived if an allocation since bind (or that
+          // reservation) grew the provider's memory.
+          const host = this.#host!;
+          host.prepare(plans as never);
+          for (const { kernel, params, states } of plans) host.run(kernel as never, params, (states as HostBindingState[]).map(liveHostArray));
         },
       };
     }

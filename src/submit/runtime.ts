@@ -30,6 +30,17 @@ import { CompletionFence } from './fence.js';
 import { CompiledGraph, PipelineCache } from './graph.js';
 import type { GraphSpec } from './graph.js';
 import type { BoundWork, Program, StepValues } from './program.js';
+import { HostExecutor } from './wasm/executor.js';
+import type { HostKernelChoice, HostKernelStats } from './wasm/executor.js';
+
+export interface RuntimeOptions {
+  /**
+   * Kernels on a host provider: `auto` (default) runs the WebAssembly SIMD kernels where the engine
+   * validates them and the scalar twins elsewhere; `wasm` refuses (ENOTSUP) where they are unavailable;
+   * `scalar` always runs the twins. Ignored on WebGPU.
+   */
+  readonly hostKernels?: HostKernelChoice;
+}
 
 /** Points at which the device-loss seam can fire (fault injection through production paths). */
 export type LossPoint = 'before-enqueue' | 'after-enqueue';
@@ -192,12 +203,15 @@ export class Runtime {
   #lossAt: { readonly point: LossPoint; readonly silently: boolean } | undefined;
   #invalidNext = false;
   #failHostNext = false;
+  /** How host kernels run (host providers only). */
+  readonly #host: HostExecutor | undefined;
 
-  constructor(provider: Provider) {
+  constructor(provider: Provider, options: RuntimeOptions = {}) {
     if (!(provider instanceof WebGPUProvider) && provider?.kind !== 'host') {
       throw new TenonError('EINVAL', 'a runtime needs a tenon provider', { op: 'createRuntime', reason: 'bad-provider' });
     }
     this.provider = provider as HostProvider | WebGPUProvider;
+    this.#host = provider instanceof WebGPUProvider ? undefined : new HostExecutor(provider as HostProvider, options.hostKernels);
     // On a device already known lost nothing is ever admitted, so such a runtime needs no fence.
     this.#fence = provider instanceof WebGPUProvider && !provider.lossObserved ? new CompletionFence(provider, 'tenon runtime') : undefined;
     this.faults = Object.freeze({
@@ -221,7 +235,12 @@ export class Runtime {
     if (this.provider instanceof WebGPUProvider && this.provider.lossObserved) {
       throw new TenonError('ENODEV', 'device lost', { op: 'runtime.compile', reason: 'device-lost' });
     }
-    return new CompiledGraph(this, this.provider, spec, this.#pipelines);
+    return new CompiledGraph(this, this.provider, spec, this.#pipelines, this.#host);
+  }
+
+  /** Which kernels run on this runtime's host provider and how many dispatches took each path; undefined on WebGPU. */
+  hostKernels(): HostKernelStats | undefined {
+    return this.#host?.stats();
   }
 
   /** Pipelines created on this runtime so far (compile time only). */
@@ -318,22 +337,27 @@ export class Runtime {
     const fresh: Tensor[] = [];
     let admitted = false;
     try {
-      const arrays = new Map<string, AnyTypedArray>();
+      const byName = new Map<string, PreparedHostRead<never> | PreparedHostWrite<never>>();
       for (const name of Object.keys(plan.inputs)) {
         const p = await views[name]!.prepareHost();
         prepared.push(p as never);
-        if (p.kind === 'contiguous') arrays.set(name, p.asArray());
+        byName.set(name, p as never);
       }
       for (const spec of graph.fresh) {
         const t = await zeros(this.provider, spec.dtype, spec.shape);
         fresh.push(t);
         const p = await t.prepareHostMut({ discard: true });
         prepared.push(p as never);
-        if (p.kind === 'contiguous') arrays.set(spec.name, p.asArray());
+        byName.set(spec.name, p as never);
       }
       admitted = true;
       try {
-        for (const d of plan.dispatches) d.kernel.host(d.params, d.names.map((n) => arrays.get(n)!));
+        const host = this.#host!;
+        host.prepare(plan.dispatches);
+        // Arrays are taken only now: the allocations and the scratch above may have grown the memory.
+        const arrays = new Map<string, AnyTypedArray>();
+        for (const [name, p] of byName) if (p.kind === 'contiguous') arrays.set(name, p.asArray());
+        for (const d of plan.dispatches) host.run(d.kernel, d.params, d.names.map((n) => arrays.get(n)!));
         this.provider.meter.bump('dispatches', plan.dispatches.length);
       } catch (err) {
         for (const p of prepared.splice(0)) p.release();
@@ -505,6 +529,6 @@ export class Runtime {
   }
 }
 
-export function createRuntime(provider: Provider): Runtime {
-  return new Runtime(provider);
+export function createRuntime(provider: Provider, options: RuntimeOptions = {}): Runtime {
+  return new Runtime(provider, options);
 }

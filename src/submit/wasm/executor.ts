@@ -1,0 +1,97 @@
+// HostExecutor: how one runtime runs kernels on its host provider. Chosen once, when the runtime is made:
+//   - `wasm-simd`: ops with a WebAssembly kernel (src/submit/wasm/ops.ts) run it over the provider's
+//     memory, in place, by address; the others run their scalar host();
+//   - `scalar`: every op runs its host() (the reference): engines without WebAssembly SIMD, providers
+//     whose roots are separate buffers, and runtimes made with `hostKernels: 'scalar'`.
+// A dispatch whose operands are not all in the provider's memory (arrays from elsewhere) takes the scalar
+// path too; `stats()` counts both paths, so tests can prove which one ran.
+// Before a host run the executor reserves the largest scratch any of its dispatches needs: reserving can
+// grow the memory, so it happens before any typed array of the run is taken. Thread: the runtime's.
+import { TenonError } from '../../errors.js';
+import type { AnyTypedArray, HostMemory, HostProvider } from '../../storage/index.js';
+import type { AnyOpDef } from '../ops/types.js';
+import { wasmKernelsAvailable, wasmKernelsFor } from './kernels.js';
+import type { WasmKernels } from './kernels.js';
+import { WASM_OPS } from './ops.js';
+
+/** What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), or the references. */
+export type HostKernelChoice = 'auto' | 'wasm' | 'scalar';
+/** What runs. */
+export type HostKernelKind = 'wasm-simd' | 'scalar';
+
+export interface HostKernelStats {
+  readonly kind: HostKernelKind;
+  /** Dispatches that ran a WebAssembly kernel. */
+  readonly wasmDispatches: number;
+  /** Dispatches that ran a scalar host() twin. */
+  readonly scalarDispatches: number;
+}
+
+/** One dispatch as the executor sees it. */
+export interface HostDispatch {
+  readonly kernel: AnyOpDef;
+  readonly params: never;
+}
+
+export class HostExecutor {
+  readonly kind: HostKernelKind;
+  readonly #kernels: WasmKernels | undefined;
+  readonly #memory: HostMemory | undefined;
+  #scratch = 0;
+  #wasm = 0;
+  #scalar = 0;
+
+  constructor(provider: HostProvider, choice: HostKernelChoice = 'auto') {
+    const op = 'createRuntime';
+    if (choice !== 'auto' && choice !== 'wasm' && choice !== 'scalar') {
+      throw new TenonError('EINVAL', `hostKernels must be 'auto', 'wasm' or 'scalar'`, { op, reason: 'bad-option' });
+    }
+    const memory = choice === 'scalar' ? undefined : provider.wasmMemory();
+    const kernels = memory === undefined || !wasmKernelsAvailable(memory.shared) ? undefined : wasmKernelsFor(memory);
+    if (choice === 'wasm' && kernels === undefined) {
+      const reason = provider.wasmMemory() === undefined ? 'no-wasm-memory' : 'no-wasm-simd';
+      throw new TenonError('ENOTSUP', 'WebAssembly SIMD kernels are unavailable here', { op, reason, ids: { provider: provider.id } });
+    }
+    this.#kernels = kernels;
+    this.#memory = kernels === undefined ? undefined : memory;
+    this.kind = kernels === undefined ? 'scalar' : 'wasm-simd';
+  }
+
+  stats(): HostKernelStats {
+    return { kind: this.kind, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar };
+  }
+
+  /** Reserves the scratch the WebAssembly kernels of `dispatches` need; call before taking any array. */
+  prepare(dispatches: readonly HostDispatch[]): void {
+    const memory = this.#memory;
+    if (memory === undefined) return;
+    let bytes = 0;
+    for (const d of dispatches) {
+      const impl = WASM_OPS.get(d.kernel);
+      if (impl !== undefined) bytes = Math.max(bytes, impl.scratchBytes(d.params));
+    }
+    this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
+  }
+
+  /**
+   * Runs one dispatch over `arrays` (binding order, each starting at the operand's element 0, all live
+   * over the memory's current buffer). Uses the WebAssembly kernel when there is one and every array is
+   * in this executor's memory; otherwise the op's host().
+   */
+  run(kernel: AnyOpDef, params: never, arrays: readonly AnyTypedArray[]): void {
+    const kernels = this.#kernels;
+    const impl = kernels === undefined ? undefined : WASM_OPS.get(kernel);
+    if (impl !== undefined) {
+      const buffer = kernels!.memory.buffer;
+      let inMemory = true;
+      for (const a of arrays) if (a.buffer !== buffer) inMemory = false;
+      if (inMemory) {
+        impl.run(kernels!, params, arrays.map((a) => a.byteOffset), this.#scratch);
+        this.#wasm++;
+        return;
+      }
+    }
+    kernel.host(params, arrays as never);
+    this.#scalar++;
+  }
+}

@@ -1,0 +1,102 @@
+// The WebAssembly SIMD kernels of the host provider: compiled once per thread from the assembled sources
+// (wasm/*.wat through scripts/wat.ts), instantiated once per host memory (a HostMemory of
+// src/storage/host-memory.ts, which every tensor of one host provider lives in), so a kernel reads and
+// writes tensors in place by address. Nothing here owns tensors; an instance lives as long as its memory.
+//
+// Feature detection: the kernels need 128-bit SIMD (and, over a shared memory, the threads proposal's
+// shared memory import). `wasmKernelsAvailable` asks the engine itself: WebAssembly.validate of the very
+// modules we would run. An engine that lacks either gets the scalar twins (src/submit/ops/*.ts host()).
+// The seam `hostKernelFaults.unknownSimdProbe` makes detection validate a module with a SIMD opcode no
+// engine knows instead, so a test sees the real fallback path that an engine without SIMD takes.
+// Compilation is synchronous (new WebAssembly.Module): the modules are a few kilobytes, and browsers lift
+// the main-thread size limit for synchronous compilation (Chromium since 114).
+import f32Sources from '../../../wasm/f32.wat?wasm';
+import quantSources from '../../../wasm/quant.wat?wasm';
+import type { HostMemory } from '../../storage/index.js';
+
+/** Exports of wasm/f32.wat (addresses and sizes as numbers; see the file's ABI note). */
+export interface F32Exports {
+  dot(x: number, y: number, k: number): number;
+  matmul_nt(a: number, w: number, out: number, m: number, n: number, k: number): void;
+  linear_rows(a: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number): void;
+  matmul(a: number, b: number, out: number, m: number, n: number, k: number): void;
+  rmsnorm(x: number, w: number, out: number, rows: number, cols: number, eps: number): void;
+  softmax(x: number, out: number, rows: number, cols: number): void;
+  silu_mul(a: number, b: number, out: number, n: number): void;
+  add(a: number, b: number, out: number, n: number): void;
+  rope(x: number, table: number, count: number, heads: number, headDim: number, neox: number): void;
+  attention(q: number, k: number, v: number, out: number, count: number, heads: number, kvHeads: number, headDim: number, pos0: number, scale: number, scratch: number): void;
+}
+
+/** Exports of wasm/quant.wat. */
+export interface QuantExports {
+  qmatmul(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;
+  dequant_row(kind: number, w: number, out: number, k: number, p0: number, p1: number, p2: number): void;
+}
+
+/** The kernels over one host memory. */
+export interface WasmKernels {
+  readonly memory: HostMemory;
+  readonly f32: F32Exports;
+  readonly quant: QuantExports;
+}
+
+/** Fault seam (tests): detection validates a module no engine accepts, as an engine without SIMD would. */
+export const hostKernelFaults = { unknownSimdProbe: false };
+
+/**
+ * A module whose one function uses SIMD opcode 0x7ff (prefix 0xfd, LEB128 ff 0f), which no version of
+ * the proposal defines: every engine refuses it, exactly as an engine without SIMD refuses our kernels.
+ */
+export const UNKNOWN_SIMD_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+  0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type section: one type, () -> ()
+  0x03, 0x02, 0x01, 0x00, // function section: one function of type 0
+  0x0a, 0x07, 0x01, 0x05, 0x00, 0xfd, 0xff, 0x0f, 0x0b, // code: no locals, the unknown opcode, end
+]);
+
+type Variant = 'plain' | 'shared';
+
+const SOURCES = { f32: f32Sources, quant: quantSources } as const;
+
+/** Per thread: the compiled modules of each variant, or null where the engine refuses them. */
+const compiled: Partial<Record<Variant, { f32: WebAssembly.Module; quant: WebAssembly.Module } | null>> = {};
+const instances = new WeakMap<HostMemory, WasmKernels>();
+
+function variantOf(memory: HostMemory): Variant {
+  return memory.shared ? 'shared' : 'plain';
+}
+
+function modules(variant: Variant): { f32: WebAssembly.Module; quant: WebAssembly.Module } | null {
+  if (hostKernelFaults.unknownSimdProbe) return WebAssembly.validate(UNKNOWN_SIMD_PROBE) ? compile(variant) : null;
+  let got = compiled[variant];
+  if (got === undefined) {
+    const ok = WebAssembly.validate(SOURCES.f32[variant]) && WebAssembly.validate(SOURCES.quant[variant]);
+    got = ok ? compile(variant) : null;
+    compiled[variant] = got;
+  }
+  return got;
+}
+
+function compile(variant: Variant): { f32: WebAssembly.Module; quant: WebAssembly.Module } {
+  return { f32: new WebAssembly.Module(SOURCES.f32[variant]), quant: new WebAssembly.Module(SOURCES.quant[variant]) };
+}
+
+/** Whether this engine runs the SIMD kernels over a memory of this kind (ordinary or shared). */
+export function wasmKernelsAvailable(shared: boolean): boolean {
+  return typeof WebAssembly === 'object' && modules(shared ? 'shared' : 'plain') !== null;
+}
+
+/** The kernels instantiated over `memory` (once per memory), or undefined where the engine lacks SIMD. */
+export function wasmKernelsFor(memory: HostMemory): WasmKernels | undefined {
+  const known = instances.get(memory);
+  if (known !== undefined) return known;
+  const mods = modules(variantOf(memory));
+  if (mods === null) return undefined;
+  const f32 = new WebAssembly.Instance(mods.f32, { env: { memory: memory.memory } }).exports as unknown as F32Exports;
+  // The quant kernels dot their dequantized rows with f32's `dot` (a wasm-to-wasm import call).
+  const quant = new WebAssembly.Instance(mods.quant, { env: { memory: memory.memory, dot: f32.dot } }).exports as unknown as QuantExports;
+  const kernels: WasmKernels = Object.freeze({ memory, f32, quant });
+  instances.set(memory, kernels);
+  return kernels;
+}

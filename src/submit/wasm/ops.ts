@@ -1,0 +1,132 @@
+// Which ops of the library have a WebAssembly SIMD kernel, and how each is called: the op's params and
+// its operands' byte addresses (element 0 of each binding, in binding order) become the kernel's
+// arguments. An op not listed here runs its scalar host() on every host provider. Each entry also says
+// how much kernel scratch it needs, so the executor can reserve it before any typed array is taken (a
+// scratch that grows the memory would make earlier arrays stale).
+// Pure dispatch glue: the arithmetic lives in wasm/*.wat, the references in src/submit/ops/*.ts.
+import { attention, attentionScale } from '../ops/attention.js';
+import { add } from '../ops/add.js';
+import { addInplace } from '../ops/add-inplace.js';
+import { matmul } from '../ops/matmul.js';
+import { matmulBatched } from '../ops/matmul-batched.js';
+import { matmulNT } from '../ops/matmul-nt.js';
+import { QMATMUL } from '../ops/qmatmul.js';
+import type { QMatmulParams } from '../ops/qmatmul.js';
+import { PACKED_KINDS, packedRowLayout } from '../ops/qmatmul-layout.js';
+import type { PackedKind } from '../ops/qmatmul-layout.js';
+import { PACKED_KIND_ID } from '../ops/qunit.js';
+import { rmsnorm } from '../ops/rmsnorm.js';
+import { rope, ropeTable } from '../ops/rope.js';
+import type { RopeParams } from '../ops/rope.js';
+import { siluMul } from '../ops/silu-mul.js';
+import { softmax } from '../ops/softmax.js';
+import type { AnyOpDef, OpDef } from '../ops/types.js';
+import type { WasmKernels } from './kernels.js';
+
+/** One op's WebAssembly kernel. `at` holds the byte address of each binding's element 0. */
+export interface WasmOp<P> {
+  /** Bytes of scratch the kernel needs for these params (0: none). */
+  scratchBytes(p: P): number;
+  /** Runs the kernel; `scratch` is the address of at least scratchBytes(p) bytes. */
+  run(k: WasmKernels, p: P, at: readonly number[], scratch: number): void;
+}
+
+const F32_BYTES = 4;
+const none = (): number => 0;
+
+function entry<P>(op: OpDef<P, never>, impl: WasmOp<P>): [AnyOpDef, WasmOp<never>] {
+  return [op as unknown as AnyOpDef, impl as unknown as WasmOp<never>];
+}
+
+/** Bytes of rope's cos/sin table: per row, headDim cosines and headDim sines. */
+function ropeTableBytes(p: RopeParams): number {
+  return 2 * p.count * p.headDim * F32_BYTES;
+}
+
+/**
+ * Writes rope's per-row tables at `table` (see wasm/f32.wat `rope`): the angles are the reference's
+ * (f32 pos * f32 frequency), their cosine and sine computed once per row and pair in f64 and stored as
+ * f32, laid out for the pairing.
+ */
+function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
+  const freq = ropeTable(p);
+  const half = p.headDim / 2;
+  const neox = p.style === 'neox';
+  const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
+  for (let t = 0; t < p.count; t++) {
+    const cos = 2 * t * p.headDim;
+    const sin = cos + p.headDim;
+    for (let i = 0; i < half; i++) {
+      const angle = Math.fround((p.pos0 + t) * freq[i]!);
+      const c = Math.cos(angle);
+      const s = Math.sin(angle);
+      if (neox) {
+        out[cos + i] = c;
+        out[sin + i] = s;
+      } else {
+        out[cos + 2 * i] = c;
+        out[cos + 2 * i + 1] = c;
+        out[sin + 2 * i] = -s;
+        out[sin + 2 * i + 1] = s;
+      }
+    }
+  }
+}
+
+function qmatmulEntry(kind: PackedKind): WasmOp<QMatmulParams> {
+  const id = PACKED_KIND_ID[kind];
+  return {
+    scratchBytes: (p) => (kind === 'F32' ? 0 : p.k * F32_BYTES),
+    run(k, p, [x, w, out], scratch) {
+      const layout = packedRowLayout(kind, p.k);
+      const rowBytes = layout.rowWords * F32_BYTES;
+      // F32 rows need no dequantization: four rows at a time share each load of x.
+      if (kind === 'F32') k.f32.linear_rows(x!, w!, out!, p.m, p.n, p.k, rowBytes);
+      else {
+        const [p0, p1, p2] = layout.planes;
+        k.quant.qmatmul(id, x!, w!, out!, p.m, p.n, p.k, rowBytes, p0 * F32_BYTES, p1 * F32_BYTES, p2 * F32_BYTES, scratch);
+      }
+    },
+  };
+}
+
+function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
+  const entries: [AnyOpDef, WasmOp<never>][] = [
+    entry(matmulNT, { scratchBytes: none, run: (k, p, [a, w, out]) => k.f32.matmul_nt(a!, w!, out!, p.m, p.n, p.k) }),
+    entry(matmul, { scratchBytes: none, run: (k, p, [a, b, out]) => k.f32.matmul(a!, b!, out!, p.m, p.n, p.k) }),
+    entry(matmulBatched, {
+      scratchBytes: none,
+      run(k, p, [a, b, out]) {
+        const { m, n, k: kk } = p;
+        for (let i = 0; i < p.batch; i++) {
+          k.f32.matmul(a! + i * m * kk * F32_BYTES, b! + i * kk * n * F32_BYTES, out! + i * m * n * F32_BYTES, m, n, kk);
+        }
+      },
+    }),
+    entry(rmsnorm, { scratchBytes: none, run: (k, p, [x, w, out]) => k.f32.rmsnorm(x!, w!, out!, p.rows, p.cols, Math.fround(p.eps)) }),
+    entry(softmax, { scratchBytes: none, run: (k, p, [x, out]) => k.f32.softmax(x!, out!, p.rows, p.cols) }),
+    entry(siluMul, { scratchBytes: none, run: (k, p, [a, b, out]) => k.f32.silu_mul(a!, b!, out!, p.n) }),
+    entry(add, { scratchBytes: none, run: (k, p, [a, b, out]) => k.f32.add(a!, b!, out!, p.n) }),
+    entry(addInplace, { scratchBytes: none, run: (k, p, [acc, b]) => k.f32.add(acc!, b!, acc!, p.n) }),
+    entry(rope, {
+      scratchBytes: ropeTableBytes,
+      run(k, p, [x], scratch) {
+        writeRopeTable(k, p, scratch);
+        k.f32.rope(x!, scratch, p.count, p.heads, p.headDim, p.style === 'neox' ? 1 : 0);
+      },
+    }),
+    entry(attention, {
+      scratchBytes: (p) => (p.pos0 + p.count) * F32_BYTES,
+      run: (k, p, [q, kk, v, out], scratch) =>
+        k.f32.attention(q!, kk!, v!, out!, p.count, p.heads, p.kvHeads, p.headDim, p.pos0, attentionScale(p.headDim), scratch),
+    }),
+  ];
+  for (const kind of PACKED_KINDS) {
+    const impl = qmatmulEntry(kind);
+    entries.push(entry(QMATMUL[kind].plain, impl), entry(QMATMUL[kind].subgroups, impl));
+  }
+  return new Map(entries);
+}
+
+/** The WebAssembly kernel of each op that has one. */
+export const WASM_OPS: ReadonlyMap<AnyOpDef, WasmOp<never>> = table();
