@@ -3,7 +3,7 @@
 // are refused with coded errors and leave no memory behind; a built session's state has exactly the
 // selected layout (all zero) and its prompt-cache identity is the model identity.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TextSession, modelIdentity, parseLlamaModel } from '../../src/index.js';
+import { TextSession, modelFromLlamaFile, modelIdentity, parseLlamaModel, parseTokenizer } from '../../src/index.js';
 import type { HostProvider, LlamaModelFile, Runtime, Tokenizer, WebGPUProvider } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
 import { stories260K, useSessionFixture } from '../support/session-fixture.js';
@@ -31,6 +31,22 @@ for (const pc of providerCases()) {
       const after = provider.counters();
       expect(after.rootsCreated).toBe(before.rootsCreated);
       expect(after.liveBytes).toBe(before.liveBytes);
+    });
+
+    it('[TS-construct-validate] a LoadedModel runs with its own tokenizer, a parsed checkpoint needs one, anything else is refused; nothing is allocated', async () => {
+      const before = provider.counters();
+      const loaded = modelFromLlamaFile(model, tokenizer);
+      const other = parseTokenizer(bytes.tokenizer!, model.config.vocabSize);
+      await expectCodeAsync(() => TextSession.create({ runtime, model: loaded, tokenizer: other }), 'EINVAL', 'tokenizer-mismatch');
+      await expectCodeAsync(() => TextSession.create({ runtime, model }), 'EINVAL', 'no-tokenizer');
+      await expectCodeAsync(() => TextSession.create({ runtime, model: {} as never }), 'EINVAL', 'bad-argument');
+      const after = provider.counters();
+      expect(after.rootsCreated).toBe(before.rootsCreated);
+      expect(after.liveBytes).toBe(before.liveBytes);
+      const s = await TextSession.create({ runtime, model: loaded, tokenizer: loaded.tokenizer, maxSeq: 8 });
+      expect(s.model).toBe(loaded);
+      expect(s.tokenizer).toBe(loaded.tokenizer);
+      s.dispose();
     });
 
     it('[TS-construct-state-layout] a new session\'s state is exactly the selected layout: 2 x layers x maxSeq x kvDim zeros', async () => {

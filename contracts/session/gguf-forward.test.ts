@@ -19,7 +19,7 @@
 // teacher-forced batch with per-row logits (the references' 16 forced ids are llama.cpp's first 16
 // generated ones; checked): the fewest rows the acceptance needs. The decode path (a prefill, then one
 // row per step) is checked against exact numpy too, on the host provider for every model and on WebGPU for
-// the all-F32 models: on SwiftShader (the only adapter here) a quantized model's decode steps cost
+// the dense all-F32 models (their matrices run on matmul_nt): on SwiftShader (the only adapter here) a quantized model's decode steps cost
 // seconds each (tiny-qwen2: ~15 s per step under load), so WebGPU's quantized cases run the batched pass
 // only (qmatmul's one-row path is checked by its own op suites). Loaded models are shared by the
 // provider cases of the file.
@@ -119,7 +119,8 @@ for (const pc of providerCases()) {
         expect(greedyCases.length).toBe(2);
         const longest = Math.max(...greedyCases.map((g) => g.prompt_ids.length + g.generated.length));
         const forward = await LlamaForward.create(runtime, m, { maxSeq: longest, maxBatch: longest });
-        const decodePath = pc.kind === 'host' || m.tensors.every((t) => t.kind.name === 'F32');
+        // WebGPU: only models whose matrices all run on matmul_nt (F32, dense) take the decode path.
+        const decodePath = pc.kind === 'host' || (m.architecture.ffn === 'dense' && m.tensors.every((t) => t.kind.name === 'F32'));
         let worstBatched = 0;
         let worstDecode = 0;
         let oracleSteps = 0;
