@@ -342,7 +342,7 @@ async function load(sources: { model: ModelSource; tokenizer: ModelSource | unde
     const gguf = await isGgufBlob(m.path);
     let t: CachedModelSource | undefined;
     if (!gguf) {
-      if (sources.tokenizer === undefined) throw new DemoError({ code: 'EINVAL', reason: 'no-tokenizer', op: 'session.parseTokenizer', message: 'a llama2.c checkpoint needs its tokenizer file' });
+      if (sources.tokenizer === undefined) throw new DemoError({ code: 'EINVAL', reason: 'no-tokenizer', op: 'demo.load', message: 'this is not a GGUF file, and a llama2.c checkpoint needs its tokenizer file (give its URL or pick it)' });
       t = await cacheModelSource(store, sources.tokenizer, { onProgress: onProgress('tokenizer') });
     }
     const provider = $<HTMLSelectElement>('provider').value === 'host' ? 'host' : 'auto';
