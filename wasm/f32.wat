@@ -94,8 +94,32 @@
     (f32.store (i32.add (local.get $out) (i32.shl (local.get $outStep) (i32.const 1))) (local.get $s2))
     (f32.store (i32.add (local.get $out) (i32.mul (local.get $outStep) (i32.const 3))) (local.get $s3)))
 
+  ;; x . w with the arithmetic of one row of $dot4 (one vector accumulator, its horizontal sum, then the
+  ;; K mod 4 tail in order): a row's result does not depend on whether it fell in a group of four, so the
+  ;; rows of a weight split across bindings (one call per part) sum exactly as the unsplit weight's do.
+  (func $dot1 (param $x i32) (param $w i32) (param $k i32) (result f32)
+    (local $end4 i32) (local $end i32) (local $acc v128) (local $s f32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -4)) (i32.const 2))))
+    (block $done4
+      (loop $step
+        (br_if $done4 (i32.ge_u (local.get $x) (local.get $end4)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $x)) (v128.load (local.get $w)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 16)))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
+        (br $step)))
+    (local.set $s (call $hsum (local.get $acc)))
+    (block $done
+      (loop $tail
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $x)) (f32.load (local.get $w)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (local.set $w (i32.add (local.get $w) (i32.const 4)))
+        (br $tail)))
+    (local.get $s))
+
   ;; matmul_nt: out[M, N] = a[M, K] . w[N, K]^T. Four weight rows at a time share each load of a row of
-  ;; a; the N mod 4 last rows go one at a time.
+  ;; a; the N mod 4 last rows go one at a time, with the same arithmetic per row ($dot1).
   (func (export "matmul_nt") (param $a i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (call $linear_rows (local.get $a) (local.get $w) (local.get $out) (local.get $m) (local.get $n) (local.get $k)
       (i32.shl (local.get $k) (i32.const 2))))
@@ -122,7 +146,7 @@
           (loop $singles
             (br_if $singlesDone (i32.ge_u (local.get $j) (local.get $n)))
             (f32.store (i32.add (local.get $oRow) (i32.shl (local.get $j) (i32.const 2)))
-              (call $dot (local.get $aRow) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $k)))
+              (call $dot1 (local.get $aRow) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $k)))
             (local.set $j (i32.add (local.get $j) (i32.const 1)))
             (br $singles)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
