@@ -19,8 +19,8 @@
 // (no owner; its readback and fresh outputs are delivered) or `passed-on-failed`. The group comes back only
 // from the last member, after its proof, which (queue order, checked numbers) covers every earlier member.
 // A proven last member that nobody has claimed yet is parked: still holding the group, which no GPU work
-// uses any more, until wait() takes it (completed) or chain() passes it on; a chain that is never parked
-// in flight is never observable from the host. What the members share (ChainState) is sticky: the first
+// uses any more, until wait() takes it (completed) or chain() passes it on. While any member is in flight
+// the group is reachable from no host object at all. What the members share (ChainState) is sticky: the first
 // error any member reports makes every later member passed-on-failed and the last retired-failed with
 // that cause (they ran on possibly-bad state; the inputs come back only when the whole chain is proven),
 // and refuses new members (EIO chain-failed); the first member that cannot be proven makes every later
@@ -601,11 +601,13 @@ export class Runtime {
     try {
       if (this.#lossAt?.point === 'before-enqueue') this.#fireLoss();
       this.#checkDevice(op);
-      bound = program.bind(inputs, fresh, freshSlots, options.step ?? {});
+      // Readbacks are planned and their staging buffer taken before bind packs this replay's params.
       if (options.readback !== undefined && options.readback.length > 0) readback = planReadback(options.readback, inputs, target, op);
       if (readback !== undefined && this.#readbacks !== undefined) staging = this.#readbacks.acquire(op);
+      bound = program.bind(inputs, fresh, freshSlots, options.step ?? {});
     } catch (err) {
       fresh.dispose();
+      if (staging !== undefined) this.#readbacks!.unused(staging);
       return reject(err);
     }
     return this.provider instanceof WebGPUProvider
