@@ -27,8 +27,9 @@ export default defineConfig({
   plugins: [watKernels()],
   // The browser lane reads the real model fixtures from ../shared/models (never copied into the repo).
   server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(process.cwd()), '../shared/models'] } },
-  // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite.
-  optimizeDeps: { include: ['fast-check'] },
+  // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite (a reload fails the
+  // dynamic imports in flight, e.g. a pool worker's kernel module; `webgpu` was found only mid-run).
+  optimizeDeps: { include: ['fast-check', 'webgpu'] },
   test: {
     provide: { tenonRequireModels: requireModels },
     projects: [

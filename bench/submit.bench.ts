@@ -2,7 +2,8 @@
 //   (b) submit + retire of a 3-dispatch graph vs a hand-written queue.submit + onSubmittedWorkDone loop,
 //       on Dawn (SwiftShader here);
 //   (c) a 5-layer stories260K decode step (85 dispatches) replayed vs the same dispatches encoded by hand;
-//   (d) host-provider matmul 256^3 and 1024^3 vs onnxruntime-web's single-thread wasm CPU provider.
+//   (d) host-provider matmul 256^3 and 1024^3 vs onnxruntime-web's single-thread wasm CPU provider;
+//   (e) 16 decode-shaped steps chained on a live group vs 16 x submit-and-wait (4 bytes read back per step).
 // The Chromium part (bench/submit.browser.bench.ts: (a) matmul vs TF.js WebGPU on one device, and (b),
 // (c) in the page) runs first in the same `npm run bench:submit` and leaves its records in
 // bench/results/submit.chromium.json; this file merges them, prints one ratio table and writes
@@ -12,7 +13,7 @@ import os from 'node:os';
 import { it } from 'vitest';
 import { create, globals } from 'webgpu';
 import { createHostProvider, createWebGPUProvider } from '../src/index.js';
-import { hostMatmulCases, overheadCases } from './submit/cases.js';
+import { chainCases, hostMatmulCases, overheadCases } from './submit/cases.js';
 import type { PhaseBreakdown } from './submit/cases.js';
 import { formatTable } from './submit/measure.js';
 import type { CaseRecord } from './submit/measure.js';
@@ -45,6 +46,8 @@ it('execution layer: tenon vs peers, side by side', async () => {
   const decode = await overheadCases(provider, decodeGraph(), 'c', lane, 'decode step, 5 layers stories260K', { rounds: 21, iterations: 10, warmupRounds: 1 });
   records.push(...small.records, ...decode.records);
   phases.push(small.phases, decode.phases);
+  records.push(...(await chainCases(provider, smallGraph(), lane, 'small3', { rounds: 11, iterations: 4, warmupRounds: 1 })));
+  records.push(...(await chainCases(provider, decodeGraph(), lane, 'decode step, 5 layers stories260K', { rounds: 11, iterations: 2, warmupRounds: 1 })));
   records.push(...(await hostMatmulCases(createHostProvider(), 'node')));
   if (uncaptured.length > 0) throw new Error(`uncaptured WebGPU errors during the run: ${uncaptured.slice(0, 3).join(' | ')}`);
   const dawnAdapter = adapterSummary(provider.adapterInfo, provider.device);
@@ -59,7 +62,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
     records.unshift(...part.records);
     phases.unshift(...part.phases);
   }
-  const order = ['a', 'b', 'c', 'd'];
+  const order = ['a', 'b', 'c', 'd', 'e'];
   records.sort((x, y) => order.indexOf(x.point) - order.indexOf(y.point));
 
   console.log(`\n${formatTable('tenon execution layer vs peers (t/peer = tenon / peer median round time, below 1 is faster; p50 t/peer = the same over single-call medians)', records)}`);
@@ -72,7 +75,7 @@ it('execution layer: tenon vs peers, side by side', async () => {
     machine: machineInfo(loadAtStart),
     note: 'timeRatio = tenon median time / peer median time (below 1: tenon faster); speedup = 1 / timeRatio. Candidates of a case run interleaved in one process (Node) or one page (Chromium); each sample is the mean call of one round (stalls included), each figure the median sample; callMedianRatio compares medians of single calls (stalls left out). phases: medians of tenon calls split at submit / wait / intoGroup.',
     ...softwareFields(records),
-    aims: { matmul: 'tenon >= 1.2x the peer speed (speedup >= 1.2)', overheads: 'tenon time <= 1.1x the hand-written loop (timeRatio <= 1.1)' },
+    aims: { matmul: 'tenon >= 1.2x the peer speed (speedup >= 1.2)', overheads: 'tenon time <= 1.1x the hand-written loop (timeRatio <= 1.1)', chaining: 'reported, no aim: chained time / submit-and-wait time for the same steps (below 1: chaining faster)' },
     adapters: { 'node-dawn': dawnAdapter, chromium: 'adapter' in chromium ? chromium.adapter : chromium },
     browser: 'browser' in chromium ? chromium.browser : undefined,
     peers: { ...('peers' in chromium ? chromium.peers : {}), d: 'onnxruntime-web 1.30.0 wasm, numThreads 1 (Node)' },

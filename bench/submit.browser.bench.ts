@@ -7,6 +7,7 @@
 //       completion (no readback) vs tf.matMul + submitQueue() + onSubmittedWorkDone().
 //   (b), (c) as in the Node part, on Chromium's WebGPU.
 //   (d) host matmul vs onnxruntime-web wasm (1 thread) in the page, as a second lane.
+//   (e) chained steps on a live group vs submit-and-wait, as in the Node part, on Chromium's WebGPU.
 import * as tf from '@tensorflow/tfjs-core';
 import { WebGPUBackend } from '@tensorflow/tfjs-backend-webgpu';
 import * as ort from 'onnxruntime-web';
@@ -14,7 +15,7 @@ import { it } from 'vitest';
 import { commands } from 'vitest/browser';
 import { createHostProvider, createRuntime, createWebGPUProvider } from '../src/index.js';
 import type { WebGPUProvider } from '../src/index.js';
-import { MATMUL_AIM, hostMatmulCases, matmulGraph, maxRelDiff, overheadCases, readSlot, submitToCompletion } from './submit/cases.js';
+import { MATMUL_AIM, chainCases, hostMatmulCases, matmulGraph, maxRelDiff, overheadCases, readSlot, submitToCompletion } from './submit/cases.js';
 import type { PhaseBreakdown } from './submit/cases.js';
 import { formatTable, record, sideBySide } from './submit/measure.js';
 import type { CaseRecord } from './submit/measure.js';
@@ -117,6 +118,8 @@ it('execution layer in Chromium: tenon vs TF.js WebGPU and hand-written WebGPU',
   const decode = await overheadCases(provider, decodeGraph(), 'c', lane, 'decode step, 5 layers stories260K', { rounds: 21, iterations: 10, warmupRounds: 1 });
   records.push(...small.records, ...decode.records);
   phases.push(small.phases, decode.phases);
+  records.push(...(await chainCases(provider, smallGraph(), lane, 'small3', { rounds: 11, iterations: 4, warmupRounds: 1 })));
+  records.push(...(await chainCases(provider, decodeGraph(), lane, 'decode step, 5 layers stories260K', { rounds: 11, iterations: 2, warmupRounds: 1 })));
   records.push(...(await hostMatmulCases(createHostProvider(), 'chromium-host')));
   const adapter = adapterSummary(provider.adapterInfo, provider.device);
   const labelled = labelRows(records, (r) => laneWhere(r.lane, adapter));

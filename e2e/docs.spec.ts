@@ -6,7 +6,7 @@
 //    guarantee its test below carries, and the number of blocks is fixed here, so a block can be neither
 //    added unrun nor dropped unnoticed.
 // 2. Checked tables (`<!-- checked NAME: ... -->`): their first-column entries are compared with the
-//    implementation: outcome kinds, scoped outcome kinds, descriptor and session states with the shipped
+//    implementation: outcome kinds, scoped outcome kinds, chain member states, descriptor and session states with the shipped
 //    declarations (dist/types, read by the TypeScript checker); error codes with ERROR_CODES and every
 //    documented reason with the reason literals of src/; the submission-API table with the public members
 //    of the shipped classes, and each row's codes with the codes its source (and the private members and
@@ -203,7 +203,7 @@ function thrownCodes(): Map<string, Set<string>> {
 // runnable examples (the block count is part of the contract: see the plan)
 
 test('[G6-submit-docs] the guide holds exactly the tested blocks this spec runs', () => {
-  expect(blockIds).toEqual(['G6-submit-docs', 'G6-submit-docs', 'G6-submit-state-tables', 'G6-submit-docs', 'DP-state-docs', 'G6-submit-errors-documented', 'G6-interop-docs']);
+  expect(blockIds).toEqual(['G6-submit-docs', 'G6-submit-docs', 'G6-submit-state-tables', 'G6-submit-state-tables', 'G6-submit-docs', 'DP-state-docs', 'G6-submit-errors-documented', 'G6-interop-docs']);
   expect(blocks.length).toBe(blockIds.length);
 });
 
@@ -219,20 +219,24 @@ test('[G6-submit-state-tables] guide: every submission state is reached as its t
   await runBlock(page, 2, 'G6-submit-state-tables');
 });
 
+test('[G6-submit-state-tables] guide: a chain passes its group on (passed-on, then completed with readbacks proven by stamps), a parked member is passed on, an ended chain refuses more', async ({ page }) => {
+  await runBlock(page, 3, 'G6-submit-state-tables');
+});
+
 test('[G6-submit-docs] guide: a disposed handle still retires and releases; pool capability ids serve one taker', async ({ page }) => {
-  await runBlock(page, 3, 'G6-submit-docs');
+  await runBlock(page, 4, 'G6-submit-docs');
 });
 
 test('[DP-state-docs] guide: descriptors go open -> closed / aborted / torn-down and streams report EOF and ECONNRESET as documented', async ({ page }) => {
-  await runBlock(page, 4, 'DP-state-docs');
+  await runBlock(page, 5, 'DP-state-docs');
 });
 
 test('[G6-submit-errors-documented] guide: errors carry their code, a failed call changes nothing, ERROR_CODES is the whole list', async ({ page }) => {
-  await runBlock(page, 5, 'G6-submit-errors-documented');
+  await runBlock(page, 6, 'G6-submit-errors-documented');
 });
 
 test('[G6-interop-docs] guide: a raw binding is usable while its access is held, pins its owner, and is gone after release', async ({ page }) => {
-  await runBlock(page, 6, 'G6-interop-docs');
+  await runBlock(page, 7, 'G6-interop-docs');
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -244,6 +248,8 @@ test('[G6-submit-state-tables] the submission state tables list exactly the outc
   expect(sorted(outcomes)).toEqual(sorted([...types.literals('Outcome', 'kind'), 'rejected', 'admitted']));
   const scoped = checkedTable('scoped-outcomes').keys.map((k) => k[0]!);
   expect(sorted(scoped)).toEqual(sorted(types.literals('ScopedOutcome', 'kind')));
+  const chained = checkedTable('chain-states').keys.map((k) => k[0]!);
+  expect(sorted(chained)).toEqual(sorted([...types.literals('ChainOutcome', 'kind'), 'rejected', 'admitted', 'parked']));
 });
 
 test('[DP-state-docs] the descriptor and session state tables list exactly the shipped DescriptorState and Session states', async () => {
@@ -274,7 +280,7 @@ test('[G6-submit-errors-documented] the error table lists every code of ERROR_CO
 
 test('[G6-submit-errors-documented] every public member of the submission API has a row, and each row lists the codes its source throws', async () => {
   const shipped = (await shippedModule()) as Record<string, { prototype: object } & object>;
-  const classes = ['Runtime', 'ExecutionHandle', 'Bundle', 'CompiledGraph', 'WorkerPool', 'PoolHandle'];
+  const classes = ['Runtime', 'ExecutionHandle', 'ChainHandle', 'Bundle', 'CompiledGraph', 'WorkerPool', 'PoolHandle'];
   const publicMembers = classes.flatMap((cls) => {
     const own = Object.getOwnPropertyNames(shipped[cls]!.prototype).filter((n) => n !== 'constructor');
     const statics = Object.getOwnPropertyNames(shipped[cls]!).filter((n) => !['length', 'name', 'prototype'].includes(n));

@@ -158,9 +158,11 @@ function runLane(lane, tests, limit = RUN_LIMIT_MS) {
       timedOut = true;
       killGroup(child.pid);
     }, limit);
+    // Whatever the lane left running in its group (a browser, a worker fork) ends with it: such a leftover
+    // may hold the output pipes open, so the run is over when the lane's own process exits.
+    child.on('exit', () => killGroup(child.pid));
     child.on('close', (status, signal) => {
       clearTimeout(timer);
-      // Whatever the lane left running in its group (a browser, a worker fork) ends with it.
       killGroup(child.pid);
       running = undefined;
       let report;

@@ -5,10 +5,12 @@
 //                                    cost of the completion fence vs the old onSubmittedWorkDone wait
 //   (c) overheadCases(decodeGraph()) 85-dispatch decode step replayed vs the same dispatches by hand
 //   (d) hostMatmulCases()            host-provider matmul vs onnxruntime-web single-thread wasm
+//   (e) chainCases(workload)         N steps chained on a live group (step t+1 admitted before step t is
+//                                    read) vs N steps of submit -> wait, both reading 4 bytes per step
 // (a) lives in the browser file: its peer (TF.js WebGPU) only runs in a page.
 import * as ort from 'onnxruntime-web';
 import { OPS, createAllocationGroup, createRuntime, fromArray, zeros } from '../../src/index.js';
-import type { AllocationGroup, CompiledGraph, DescriptorSlot, HostProvider, Runtime, WebGPUProvider } from '../../src/index.js';
+import type { AllocationGroup, CompiledGraph, DescriptorSlot, HostProvider, Runtime, RuntimeStats, WebGPUProvider } from '../../src/index.js';
 import { median, record, sideBySide } from './measure.js';
 import type { CaseRecord, TimingOptions } from './measure.js';
 import { matmulModel } from './onnx.js';
@@ -106,6 +108,45 @@ export async function overheadCases(
     ],
     phases,
   };
+}
+
+/** Steps per call of (e): one call runs a short decode of this many tokens. */
+export const CHAIN_STEPS = 16;
+
+/**
+ * (e) tenon against itself: CHAIN_STEPS steps of `workload` chained on one group (runtime.chain, step t+1
+ * admitted before step t's readback is read) vs the same steps submitted one at a time, each waited for
+ * before the next (runtime.submit -> wait -> intoGroup). Both read back 4 bytes per step with the step's
+ * proven outcome, start from the same state and must read back the same values. The note carries each
+ * side's per-step counters (queue submits, host awaits, fences) from the runtime's stats over the run.
+ */
+export async function chainCases(provider: WebGPUProvider, workload: Workload, lane: CaseRecord['lane'], label: string, options: TimingOptions): Promise<CaseRecord[]> {
+  const chained = await TenonSide.create(provider, workload);
+  const waited = await TenonSide.create(provider, workload);
+  // Validity (outside timing): from the same initial state, the same values step by step.
+  const a = await chained.steps(CHAIN_STEPS, 'chain');
+  const b = await waited.steps(CHAIN_STEPS, 'wait');
+  if (a.length !== CHAIN_STEPS || a.some((v, i) => !(Math.abs(v - b[i]!) <= 1e-5 * Math.max(1, Math.abs(b[i]!))))) {
+    throw new Error(`${workload.name}: chained and waited steps read back different values`);
+  }
+  const before = [chained.runtime.stats(), waited.runtime.stats()] as const;
+  const [tc, tw] = await sideBySide(
+    [
+      { name: `tenon chain: ${CHAIN_STEPS} steps, t+1 admitted before t is read`, run: async () => void (await chained.steps(CHAIN_STEPS, 'chain')) },
+      { name: `tenon submit -> wait -> intoGroup, ${CHAIN_STEPS} steps`, run: async () => void (await waited.steps(CHAIN_STEPS, 'wait')) },
+    ],
+    options,
+  );
+  const perStep = (side: TenonSide, from: RuntimeStats): string => {
+    const now = side.runtime.stats();
+    const steps = now.admitted - from.admitted;
+    const per = (x: number) => (x / steps).toFixed(2);
+    return `${per(now.queueSubmits - from.queueSubmits)} queue submits, ${per(now.hostAwaits - from.hostAwaits)} host awaits, ${per(now.fences - from.fences)} fences, ${per(now.buffersCreated - from.buffersCreated)} buffers per step`;
+  };
+  const note = `per ${CHAIN_STEPS}-step call; chained: ${perStep(chained, before[0])}; waited: ${perStep(waited, before[1])}`;
+  chained.dispose();
+  waited.dispose();
+  return [record({ point: 'e', lane, role: 'headline', case: `${label}: ${CHAIN_STEPS} chained steps vs ${CHAIN_STEPS} x submit-and-wait`, tenon: tc!, peer: tw!, note })];
 }
 
 async function phaseBreakdown(tenon: TenonSide, label: string, lane: CaseRecord['lane'], calls: number): Promise<PhaseBreakdown> {

@@ -88,8 +88,8 @@ export interface Side {
 
 /** One row of bench/results/submit.json: tenon against its peer in one lane, measured side by side. */
 export interface CaseRecord extends Partial<HardwareLabel> {
-  /** Acceptance point 6 item: a, b, c or d. */
-  readonly point: 'a' | 'b' | 'c' | 'd';
+  /** Acceptance point 6 item (a-d), or (e) chained submissions (issue 11). */
+  readonly point: 'a' | 'b' | 'c' | 'd' | 'e';
   /** Where it ran: Chromium (WebGPU: SwiftShader here), Node with Dawn, or Node host/wasm. */
   readonly lane: 'chromium' | 'node-dawn' | 'node' | 'chromium-host';
   readonly case: string;

@@ -196,6 +196,47 @@ export class TenonSide {
     }
   }
 
+  /**
+   * `n` decode-shaped steps, each reading back the first element of the first output (4 bytes) with its
+   * proven outcome. 'wait': each step is submitted and its outcome awaited (group back through the bundle)
+   * before the next is submitted. 'chain': step t+1 is chained onto the group before step t's outcome is
+   * read, so at most two steps are in flight, and the group comes back after the last. Returns the values
+   * read back, in step order.
+   */
+  async steps(n: number, mode: 'wait' | 'chain'): Promise<number[]> {
+    const readback = [{ slot: this.slots.get(this.#workload.outputs[0]!)!, count: 1 }];
+    const options = () => ({ step: this.#workload.step(this.#calls++), readback });
+    const values: number[] = [];
+    const fail = (kind: string): never => {
+      throw new Error(`${this.#workload.name}: ${mode} step ended ${kind}`);
+    };
+    if (mode === 'wait') {
+      for (let i = 0; i < n; i++) {
+        const outcome = await (await this.runtime.submit(this.graph, this.#group!, options())).wait();
+        if (outcome.kind !== 'completed') return fail(outcome.kind);
+        values.push(outcome.readback![0]![0]!);
+        this.#group = outcome.bundle.intoGroup().group;
+      }
+      return values;
+    }
+    const group = this.#group!;
+    this.#group = undefined;
+    let handle = await this.runtime.chain(this.graph, group, options());
+    for (let i = 1; i < n; i++) {
+      const next = await handle.chain(this.graph, options());
+      const outcome = await handle.wait();
+      if (outcome.kind !== 'passed-on') return fail(outcome.kind);
+      values.push(outcome.readback[0]![0]!);
+      outcome.fresh.dispose();
+      handle = next;
+    }
+    const last = await handle.wait();
+    if (last.kind !== 'completed') return fail(last.kind);
+    values.push(last.readback[0]![0]!);
+    this.#group = last.bundle.intoGroup().group;
+    return values;
+  }
+
   /** Reads tensor `name` back (outside timing). */
   async read(name: string): Promise<Float32Array> {
     using v = this.#group!.view<'f32'>(this.slots.get(name)!);

@@ -4,7 +4,7 @@
 // roots retained forever) while a job on another worker completes; capability ids are unguessable and
 // refuse forged (EBADF) and used-up (ESTALE) ids. Workers are terminated mid-GPU-job only in the browser
 // lane (TOOLCHAIN.md: terminating a Node worker during Dawn work can abort the whole process).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SubmitRejected, createAllocationGroup, createHostProvider, createWorkerPool, fromArray, zeros } from '../../src/index.js';
 import type { AllocationGroup, DescriptorSlot, HostProvider, PoolGraphSpec, WorkerPool } from '../../src/index.js';
 import { axpy } from '../support/kernels/axpy.js';
@@ -130,6 +130,30 @@ describe('worker pool', () => {
     const again = await (await pool.submit(spec(8, 1), aimed.group, { worker: 0 })).wait();
     expect(again.kind).toBe('completed');
     if (again.kind === 'completed') again.bundle.dispose();
+  });
+
+  it.skipIf(!inBrowser)('[G3-pool-lock-watch] a worker whose death can no longer be watched (a refused Web Lock) is ended at once and reported; a replacement with a working watch runs jobs', async () => {
+    const watched = await createWorkerPool({ provider: host, size: 1, kernels: [axpy as never], kernelModules: [kernelModule] });
+    try {
+      watched.faults.terminateWorker(0);
+      await vi.waitFor(() => expect(watched.stats().alive).toBe(0));
+      expect(watched.stats().lockWatchFailures).toBe(0);
+      watched.faults.refuseNextLockWatch();
+      await watched.replaceWorker(0);
+      await vi.waitFor(() => expect(watched.stats().lockWatchFailures).toBe(1));
+      expect(watched.workers()[0]!.alive).toBe(false);
+      const aimed = await inputs(8);
+      await expectCodeAsync(() => watched.submit(spec(8, 1), aimed.group, { worker: 0 }), 'ENXIO', 'worker-dead');
+      expect(aimed.group.moved).toBe(false);
+      // control: the next replacement watches its lock normally and stays alive to run a job
+      await watched.replaceWorker(0);
+      const done = await (await watched.submit(spec(8, 1), aimed.group, { worker: 0 })).wait();
+      expect(done.kind).toBe('completed');
+      if (done.kind === 'completed') done.bundle.dispose();
+      expect(watched.stats()).toMatchObject({ alive: 1, lockWatchFailures: 1 });
+    } finally {
+      await watched.close();
+    }
   });
 
   it('[G5-pool-handle-forged] job ids are unguessable and pool-bound: forged ids get EBADF, used-up ids ESTALE', async () => {

@@ -13,6 +13,12 @@
 // cannot take the proof with it; the submission's own error scopes still report its validation error.
 // Nothing here reads a clock, counts tasks or reads a loss flag: a record that no successful, checked map
 // covers is never proven.
+// Stamps (submissions with readbacks, readback.ts): such a submission carries its own proof. While it is
+// encoded, the number it will get is written into the same source buffer and its command buffer ends with a
+// copy of it into the submission's readback staging buffer; when that map reads back exactly this number,
+// the runtime calls witnessed(N), which proves N and everything before it just as a fence map of N would
+// (same queue order, same check). A stamp that does not read back its number proves nothing: the runtime
+// then asks for an ordinary fence.
 // Resources: one source buffer and a fixed pool of MAX_FENCES_IN_FLIGHT staging buffers, created with the
 // fence and kept for the life of its runtime (never destroyed: a record left unproven may still have a
 // fence copy queued); a staging buffer whose map is in flight is never reused.
@@ -23,7 +29,8 @@ import type { WebGPUProvider } from '../storage/index.js';
 export const MAX_FENCES_IN_FLIGHT = 1;
 /** A sequence number is written as two little-endian u32 words (low, high): safe far beyond 2^32. */
 const FENCE_WORDS = 2;
-const FENCE_BYTES = FENCE_WORDS * Uint32Array.BYTES_PER_ELEMENT;
+/** Bytes of one sequence number as the GPU copies it (a fence value or a submission's stamp). */
+export const FENCE_BYTES = FENCE_WORDS * Uint32Array.BYTES_PER_ELEMENT;
 const WORD = 0x1_0000_0000;
 
 export type FenceVerdict = { readonly proven: true } | { readonly proven: false; readonly reason: string };
@@ -37,6 +44,16 @@ export interface FenceStats {
   readonly fencesFailed: number;
   /** Highest sequence number proven so far (0 before the first proof). */
   readonly provenThrough: number;
+  /** Submissions proven by their own stamp (witnessed) rather than by a fence. */
+  readonly witnessed: number;
+  /** GPU buffers the fence created (its source and staging buffers, all at construction). */
+  readonly buffersCreated: number;
+}
+
+/** Reads a sequence number as the fence writes it (two little-endian u32 words) from mapped bytes. */
+export function readSequence(bytes: ArrayBuffer, byteOffset: number): number {
+  const words = new Uint32Array(bytes, byteOffset, FENCE_WORDS);
+  return words[0]! + words[1]! * WORD;
 }
 
 interface Waiter {
@@ -52,10 +69,16 @@ export class CompletionFence {
   /** Records waiting for proof, in sequence order. */
   readonly #waiting: Waiter[] = [];
   #issued = 0;
+  /**
+   * Highest number a fence whose map is still outstanding covers (0 when none is). A record that starts
+   * waiting later (a stamp that failed, say) is covered only by an outstanding or a new fence, never by
+   * one that already ended.
+   */
   #fenced = 0;
   #proven = 0;
   #fences = 0;
   #failed = 0;
+  #witnessed = 0;
   #dropNextCopy = false;
 
   constructor(provider: WebGPUProvider, label: string) {
@@ -67,7 +90,7 @@ export class CompletionFence {
   }
 
   stats(): FenceStats {
-    return { fences: this.#fences, fencesFailed: this.#failed, provenThrough: this.#proven };
+    return { fences: this.#fences, fencesFailed: this.#failed, provenThrough: this.#proven, witnessed: this.#witnessed, buffersCreated: 1 + MAX_FENCES_IN_FLIGHT };
   }
 
   /** Numbers a submission; call right after its queue.submit, before anything else reaches the queue. */
@@ -75,10 +98,39 @@ export class CompletionFence {
     return ++this.#issued;
   }
 
+  /**
+   * Stamps the submission being encoded: writes the number it will be admitted under into the source
+   * buffer and encodes a copy of it into `target` at `offset`. Call while encoding it; its queue.submit
+   * must follow before anything else reaches the queue. Returns the number the stamp carries.
+   */
+  stamp(encoder: GPUCommandEncoder, target: GPUBuffer, offset: number): number {
+    const seq = this.#issued + 1;
+    this.#words[0] = seq % WORD;
+    this.#words[1] = Math.floor(seq / WORD);
+    this.#provider.device.queue.writeBuffer(this.#source, 0, this.#words);
+    encoder.copyBufferToBuffer(this.#source, 0, target, offset, FENCE_BYTES);
+    return seq;
+  }
+
+  /**
+   * A stamp of `seq` was mapped and read back exactly `seq`: the queue finished that submission, so it
+   * and every submission numbered below it are proven.
+   */
+  witnessed(seq: number): void {
+    this.#witnessed++;
+    if (seq > this.#proven) this.#proven = seq;
+    while (this.#waiting.length > 0 && this.#waiting[0]!.seq <= seq) this.#waiting.shift()!.settle(PROVEN);
+  }
+
   /** Resolves once a checked fence map covers `seq` (proven) or the fence covering it failed. */
   prove(seq: number): Promise<FenceVerdict> {
     if (seq <= this.#proven) return Promise.resolve(PROVEN);
-    const verdict = new Promise<FenceVerdict>((settle) => this.#waiting.push({ seq, settle }));
+    // Kept in sequence order: a record whose stamp failed may start waiting after later ones.
+    const verdict = new Promise<FenceVerdict>((settle) => {
+      let at = this.#waiting.length;
+      while (at > 0 && this.#waiting[at - 1]!.seq > seq) at--;
+      this.#waiting.splice(at, 0, { seq, settle });
+    });
     this.#pump();
     return verdict;
   }
@@ -127,6 +179,7 @@ export class CompletionFence {
 
   #ended(staging: GPUBuffer, value: number, failure: string | undefined): void {
     this.#free.push(staging);
+    if (this.#free.length === MAX_FENCES_IN_FLIGHT) this.#fenced = 0;
     if (failure === undefined) {
       if (value > this.#proven) this.#proven = value;
     } else {

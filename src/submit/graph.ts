@@ -9,6 +9,11 @@
 // groups are reused when the same memory is bound again (an unchanged binding reuses its key without
 // building it), and all dispatches are recorded into one compute pass of one encoder. Nothing per replay
 // depends on element counts.
+// Chained submissions (runtime.chain) replay a graph on a group still in flight: the uniform buffer is
+// rewritten with queue.writeBuffer, which the queue orders after every earlier submission, so each replay
+// reads its own params; the same memory bound again keeps its cached bind group, so replays on one chained
+// group create no bind group and no buffer after the first.
+// Every bind group and buffer a graph creates is also counted on its runtime's GraphMeter.
 // Ownership: the graph owns its uniform buffer (destroyed by dispose() once no submission of it is in
 // flight; retained forever if one of them ends completion-unproven) and its bind-group cache.
 // Thread: the runtime's.
@@ -59,6 +64,12 @@ export interface GraphStats {
   readonly bindGroupsCreated: number;
   readonly replays: number;
   readonly dispatchesPerReplay: number;
+}
+
+/** What the graphs of one runtime created, counted on that runtime (RuntimeStats). */
+export interface GraphMeter {
+  bindGroupsCreated: number;
+  buffersCreated: number;
 }
 
 /** Pipeline cache shared by every graph of one runtime: key = kernel + constants. */
@@ -140,8 +151,16 @@ export class CompiledGraph implements Program {
   #retainedForever = false;
   /** Runs the host dispatches (host providers only; owned by the runtime). */
   readonly #host: HostExecutor | undefined;
+  readonly #meter: GraphMeter;
 
-  constructor(owner: object, provider: Provider, spec: GraphSpec, pipelines: PipelineCache, host?: HostExecutor) {
+  constructor(
+    owner: object,
+    provider: Provider,
+    spec: GraphSpec,
+    pipelines: PipelineCache,
+    host?: HostExecutor,
+    meter: GraphMeter = { bindGroupsCreated: 0, buffersCreated: 0 },
+  ) {
     const op = 'runtime.compile';
     if (spec === null || typeof spec !== 'object' || typeof spec.name !== 'string') {
       throw new TenonError('EINVAL', 'graph spec needs a name', { op, reason: 'bad-graph' });
@@ -211,7 +230,9 @@ export class CompiledGraph implements Program {
     this.#outputNames = Object.freeze([...spec.outputs]);
     this.#inputs = Object.freeze({ ...(spec.inputs ?? {}) });
     this.#staging = new ArrayBuffer(Math.max(UNIFORM_ALIGN, uniformBytes));
+    this.#meter = meter;
     this.#uniform = gpu?.createRuntimeBuffer(this.#staging.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, `${this.name}.params`);
+    if (this.#uniform !== undefined) meter.buffersCreated++;
   }
 
   stats(): GraphStats {
@@ -286,6 +307,7 @@ export class CompiledGraph implements Program {
           ],
         });
         this.#bindGroupsCreated++;
+        this.#meter.bindGroupsCreated++;
         d.bindGroups.set(key, group);
         if (d.bindGroups.size > BIND_GROUP_CACHE) d.bindGroups.delete(d.bindGroups.keys().next().value!);
       }

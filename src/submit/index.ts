@@ -1,11 +1,14 @@
 // Public face of the execution layer (src/submit): compiled graphs, detached submission with proven
-// retirement, terminal outcomes and bundles, and the kernel interface ops implement.
-export { Runtime, ExecutionHandle, createRuntime } from './runtime.js';
-export type { LossPoint, RuntimeFaults, RuntimeOptions, RuntimeStats, ScopedOutcome, ScopedOutput, SubmitOptions } from './runtime.js';
+// retirement (plain or chained on a live group, with small pooled readbacks), terminal outcomes and
+// bundles, and the kernel interface ops implement.
+export { Runtime, ExecutionHandle, ChainHandle, createRuntime } from './runtime.js';
+export type { LossOptions, LossPoint, RuntimeFaults, RuntimeOptions, RuntimeStats, ScopedOutcome, ScopedOutput, SubmitOptions } from './runtime.js';
 export type { HostKernelChoice, HostKernelKind, HostKernelStats } from './wasm/executor.js';
 export { hostKernelFaults, wasmKernelsAvailable } from './wasm/kernels.js';
 export { Bundle, SubmitRejected } from './outcome.js';
-export type { Outcome, UnprovenDiagnostics } from './outcome.js';
+export type { ChainOutcome, Outcome, Readback, UnprovenDiagnostics } from './outcome.js';
+export { READBACK_MAX_BYTES, READBACK_POOL_LIMIT } from './readback.js';
+export type { ReadbackRequest } from './readback.js';
 export { CompiledGraph } from './graph.js';
 export type { DispatchSpec, GraphInput, GraphSpec, GraphStats } from './graph.js';
 export type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';

@@ -3,9 +3,12 @@
 // Ownership: exactly one party owns what an outcome carries. `completed` carries a Bundle that owns the
 // inputs group (with in-place outputs) and the fresh outputs; `retired-failed` carries the exact inputs
 // group, returned only after retirement; `completion-unproven` carries diagnostics and no owner, because
-// the memory was retained forever by the runtime. Single-threaded, like the runtime.
+// the memory was retained forever by the runtime. A member of a chain that passed its group on to a later
+// member (`passed-on`, `passed-on-failed`) carries no group at all: the group comes back only with the last
+// member's outcome. Readback values are plain host arrays, copies owned by whoever holds the outcome.
+// Single-threaded, like the runtime.
 import { TenonError } from '../errors.js';
-import type { AllocationGroup, DescriptorSlot, DType, Tensor, TensorView } from '../storage/index.js';
+import type { AllocationGroup, AnyTypedArray, DescriptorSlot, DType, Tensor, TensorView } from '../storage/index.js';
 import type { OutputRef } from './program.js';
 
 export interface UnprovenDiagnostics {
@@ -18,9 +21,42 @@ export interface UnprovenDiagnostics {
   readonly rootsRetained: number;
 }
 
+/**
+ * The values of a submission's declared readback ranges, in request order: host copies (typed by the
+ * descriptor's dtype) of the group's bytes as that submission left them.
+ */
+export type Readback = readonly AnyTypedArray[];
+
 export type Outcome =
-  | { readonly kind: 'completed'; readonly bundle: Bundle }
+  | {
+      readonly kind: 'completed';
+      readonly bundle: Bundle;
+      /** The declared readback ranges (empty when none were declared; absent on pool outcomes). */
+      readonly readback?: Readback;
+    }
   | { readonly kind: 'retired-failed'; readonly cause: TenonError; readonly inputs: AllocationGroup }
+  | { readonly kind: 'completion-unproven'; readonly cause: TenonError; readonly diagnostics: UnprovenDiagnostics };
+
+/**
+ * Terminal outcome of one member of a chain (runtime.chain). The last member ends like a plain submission
+ * (`completed`, `retired-failed`, `completion-unproven`) and alone gives the group back; a member that
+ * passed the group on ends, after its own proof, `passed-on` (its work and every earlier member's reported
+ * no error: its readback and fresh outputs are yours) or `passed-on-failed` (this member or an earlier one
+ * reported an error: nothing of it is delivered). A chain with a failed member ends `retired-failed` with
+ * the first failure as cause, once the whole chain is proven.
+ */
+export type ChainOutcome =
+  | { readonly kind: 'completed'; readonly bundle: Bundle; readonly readback: Readback }
+  | { readonly kind: 'retired-failed'; readonly cause: TenonError; readonly inputs: AllocationGroup }
+  | {
+      readonly kind: 'passed-on';
+      /** Index of the submission the group moved on to. */
+      readonly next: number;
+      /** This member's fresh outputs (slot i = the program's i-th fresh output), proven and yours. */
+      readonly fresh: AllocationGroup;
+      readonly readback: Readback;
+    }
+  | { readonly kind: 'passed-on-failed'; readonly next: number; readonly cause: TenonError }
   | { readonly kind: 'completion-unproven'; readonly cause: TenonError; readonly diagnostics: UnprovenDiagnostics };
 
 /**

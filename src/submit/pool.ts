@@ -65,6 +65,8 @@ export interface PoolStats {
   readonly retiredFailed: number;
   readonly unproven: number;
   readonly inFlight: number;
+  /** Workers ended because their death could no longer be observed (a refused Web Lock watch). */
+  readonly lockWatchFailures: number;
 }
 
 /** Named fault-injection seams: end a worker through the platform's own terminate(), or lose its device. */
@@ -72,6 +74,8 @@ export interface PoolFaults {
   terminateWorker(index: number): void;
   /** The worker's device is lost right after its next device submission is enqueued (silently: reported late). */
   loseWorkerDevice(index: number, options?: { readonly silently?: boolean }): Promise<void>;
+  /** The next worker started (create, replaceWorker) watches its lock under a name Web Locks refuses. */
+  refuseNextLockWatch(): void;
 }
 
 interface WorkerSlot {
@@ -153,7 +157,8 @@ export class WorkerPool {
   readonly #retained: PoolRecord[] = [];
   #next = 0;
   #closed = false;
-  readonly #stats = { admitted: 0, rejected: 0, completed: 0, retiredFailed: 0, unproven: 0 };
+  readonly #stats = { admitted: 0, rejected: 0, completed: 0, retiredFailed: 0, unproven: 0, lockWatchFailures: 0 };
+  #refuseLockWatch = false;
 
   private constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -167,6 +172,9 @@ export class WorkerPool {
       loseWorkerDevice: async (index: number, options: { readonly silently?: boolean } = {}) => {
         const slot = this.#slot(index, 'pool.faults.loseWorkerDevice');
         await slot.api.loseDeviceAfterNextEnqueue(options.silently === true);
+      },
+      refuseNextLockWatch: () => {
+        this.#refuseLockWatch = true;
       },
     });
   }
@@ -339,12 +347,25 @@ export class WorkerPool {
       markExited();
     };
     onDeath(died);
-    // The worker holds this lock for its whole life; our request is granted only when it dies.
-    if (lockName !== undefined) void navigator.locks.request(lockName, () => died());
+    // The worker holds this lock for its whole life; our request is granted only when it dies. A watch
+    // that fails would leave the worker's death unseen, so the worker is ended at once and its jobs become
+    // completion-unproven (reason lock-watch-failed): nothing runs where loss could go unnoticed.
+    if (lockName !== undefined) {
+      // Seam: Web Locks refuses names that start with '-', so the production failure path runs.
+      const watched = this.#refuseLockWatch ? `-${lockName}` : lockName;
+      this.#refuseLockWatch = false;
+      navigator.locks.request(watched, () => died()).catch(() => {
+        if (!slot.alive) return;
+        this.#stats.lockWatchFailures++;
+        slot.kill();
+        this.#died(slot, 'lock-watch-failed');
+        markExited();
+      });
+    }
     return slot;
   }
 
-  #died(slot: WorkerSlot): void {
+  #died(slot: WorkerSlot, reason: 'worker-died' | 'lock-watch-failed' = 'worker-died'): void {
     if (!slot.alive && slot.jobs.size === 0) return;
     slot.alive = false;
     for (const record of [...slot.jobs]) {
@@ -357,8 +378,8 @@ export class WorkerPool {
       this.#stats.unproven++;
       record.settle({
         kind: 'completion-unproven',
-        cause: new TenonError('ENODEV', `worker ${slot.index} died before job ${record.program} reported`, { op: 'pool.retire', reason: 'worker-died' }),
-        diagnostics: Object.freeze({ index: slot.index, program: record.program, reason: 'worker-died', rootsRetained }),
+        cause: new TenonError('ENODEV', `worker ${slot.index} ended before job ${record.program} reported`, { op: 'pool.retire', reason }),
+        diagnostics: Object.freeze({ index: slot.index, program: record.program, reason, rootsRetained }),
       });
     }
   }
