@@ -19,10 +19,10 @@ export {
   softmax as referenceSoftmax,
 } from './reference.js';
 export type { ReferenceForwardOptions, ReferenceModel, ReferenceOptions } from './reference.js';
-export { LlamaForward } from './llama.js';
-export type { LlamaForwardOptions, RunOptions, StepResult } from './llama.js';
+export { DECODE_MODES, LlamaForward } from './llama.js';
+export type { ChainedStep, DecodeMode, LlamaForwardOptions, RunOptions, StepInput, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
-export type { SamplerOptions } from './sampler.js';
+export type { DeviceChoice, SamplerOptions } from './sampler.js';
 export { STEP_PHASES, StepError, TextSession } from './session.js';
 export { PROMPT_CACHE_FORMAT, PROMPT_CACHE_MAGIC, PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 export type { PromptCacheExpectation, PromptCacheManifest } from './prompt-cache.js';
@@ -40,6 +40,7 @@ export type {
   SessionReport,
   StepOutcome,
   StepPhase,
+  StepOptions,
   StepReport,
   TextSessionOptions,
 } from './session.js';

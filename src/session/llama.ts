@@ -24,12 +24,26 @@
 // (qmatmul_expert's expertBase: pairs routed elsewhere keep their rows).
 //
 // Ownership: one AllocationGroup (the model state) owns every weight part, the per-layer KV caches and
-// the activation buffers. Between steps the forward holds it; during a step it is moved into the
-// runtime's retirement record and comes back through the bundle. If a step ends completion-unproven the
-// state is gone for good (retained forever by the runtime) and the forward refuses further steps
-// (ENODEV). Graphs are compiled per token count T (prefill chunk or 1 for decode) and cached; the position
-// of row 0 is a per-step value, so replaying a graph never recompiles anything.
-// Steps: `run(tokens, pos0)` writes the ids, submits, waits for proven completion and returns the logits
+// the activation buffers. Between steps the forward holds it, or the newest member of a chain of steps
+// does (below); during a step it is moved into the runtime's retirement record and comes back through the
+// bundle. If a step ends completion-unproven the state is gone for good (retained forever by the runtime)
+// and the forward refuses further steps (ENODEV). Graphs are compiled per token count T (prefill chunk or 1
+// for decode) and cached; the position of row 0 is a per-step value, so replaying a graph never recompiles
+// anything.
+// Two ways to run steps (`decode` option). 'plain' (the baseline): `run` writes the ids, submits, waits
+// for proven completion and downloads what it returns, one step at a time. 'chained' (the default where
+// the embedding is in one part): `enqueue` submits a step as a member of a runtime chain (G3-chain-*) on the
+// live group without waiting: the host uploads nothing but the graph's uniform (position, and the token when
+// the host chose it), the step's ids come from a prompt staged once before the chain (step_ids op), from
+// that uniform, or straight from the `next` buffer the previous step's argmax wrote (`device` input: the
+// host need not know the token to submit the step that consumes it). Only the chosen id (4 bytes) comes
+// back, through the runtime's pooled readback, with the member's proof (`settle`); logits are downloaded
+// only when a caller asks (`readLogits`, after `reclaim` has ended the chain and taken the group back).
+// The chain's newest member holds the group until `reclaim` (or a step settled with no member after it)
+// returns it; host access to the state (KV rows, logits) always reclaims first. Where the next token is
+// chosen on the device (argmax of the last row into `next`; a sampling op can take argmax's place in
+// #graphFor's tail, writing the same u32), a caller can enqueue step t+1 before it settles step t.
+// Plain steps: `run(tokens, pos0)` writes the ids, submits, waits for proven completion and returns the logits
 // of the last row (a run with `logits: false` downloads none: a prefill's earlier chunks only write their
 // KV rows, so a long prefill reads logits back once, after its last chunk). It does not decide what is
 // committed: TextSession (session.ts) wraps it in a transaction. KV rows at and past the committed length
@@ -39,7 +53,7 @@
 // is allocated into the state group on the first such run and its graphs are a separate family, so a
 // forward whose caller never asks has neither the buffer nor the copy dispatches.
 // Thread: the runtime's.
-import { TenonError } from '../errors.js';
+import { TenonError, isTenonError } from '../errors.js';
 import { zeros } from '../storage/index.js';
 import type { AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
 import {
@@ -61,8 +75,9 @@ import {
   rope,
   ropeTable,
   siluMul,
+  stepIds,
 } from '../submit/index.js';
-import type { CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, RopeStyle, Runtime, StepValues } from '../submit/index.js';
+import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
 import type { ArchitectureEntry, LayerRole, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, WeightTensor } from '../model/index.js';
 
@@ -80,6 +95,24 @@ export interface LlamaForwardOptions {
   readonly onProgress?: (progress: MaterializeProgress) => void;
   /** Aborts the weight upload (ECANCELED `aborted`; nothing stays allocated). */
   readonly signal?: AbortSignal;
+  /**
+   * How steps are submitted (default 'chained'; see the module comment). A model whose token embedding
+   * is split into parts runs 'plain' whatever is asked (its ids are laid out per part on the host).
+   */
+  readonly decode?: DecodeMode;
+}
+
+/** 'plain': submit and wait for proof step by step; 'chained': steps chained on the live state group. */
+export type DecodeMode = 'plain' | 'chained';
+export const DECODE_MODES: readonly DecodeMode[] = ['plain', 'chained'];
+
+/** Where a chained step's ids come from: the host's tokens, or the token the previous step chose on the device. */
+export type StepInput = { readonly kind: 'tokens'; readonly tokens: readonly number[] } | { readonly kind: 'device' };
+
+/** A step submitted by `enqueue` and not yet settled: positions pos0..pos0+rows-1. */
+export interface ChainedStep {
+  readonly pos0: number;
+  readonly rows: number;
 }
 
 /** What one step leaves behind for the caller. */
@@ -119,6 +152,20 @@ const F32_BYTES = 4;
 const U32_BYTES = 4;
 /** An id no part holds: qgather and gather give a zero row for it. */
 const NO_ROW = 0xffff_ffff;
+
+/** Cache key of a graph: token count, per-row logits, layer observation, ids source. */
+function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource): string {
+  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}`;
+}
+
+/** What feeds the embedding of a graph: the ids buffer the host writes (plain), ids the graph takes from the staged prompt or the uniform (step_ids), or the `next` buffer. */
+type IdsSource = 'ids' | 'staged' | 'device';
+
+/** A chain member this forward submitted (see enqueue); `result` is its settled outcome, taken once. */
+interface Member extends ChainedStep {
+  readonly handle: ChainHandle;
+  result: Promise<Readback> | undefined;
+}
 
 interface GraphEntry {
   readonly graph: CompiledGraph;
@@ -274,10 +321,22 @@ export class LlamaForward {
   /** Packed weight bytes in all and by lowering kind. */
   readonly weightBytes: number;
   readonly weightBytesByKind: Readonly<Partial<Record<LoweringKindName, number>>>;
+  /** How steps are submitted (the option, or 'plain' for a split embedding). */
+  readonly mode: DecodeMode;
   /** Bytes of every activation buffer (not the KV caches, not the observation buffer). */
   readonly #activationBytes: number;
-  /** Owned between steps; moved into the runtime during one. Undefined once lost. */
+  /**
+   * Owned between steps while no chain holds it; moved into the runtime during a plain step, and into the
+   * newest chain member (#tail) while a chain runs. Undefined once lost.
+   */
   #group: AllocationGroup | undefined;
+  /** The newest member of the running chain: it holds the group until reclaim() or its settling returns it. */
+  #tail: Member | undefined;
+  /** Members not settled yet (disposed with the forward). */
+  readonly #unsettled = new Set<Member>();
+  /** Chained mode: prompt ids staged for step_ids, [maxSeq] u32 in the group, and its host-side copy. */
+  readonly #staged: Allocation | undefined;
+  readonly #stagedHost: Uint32Array;
   readonly #plan: ForwardPlan;
   readonly #variant: QMatmulVariant;
   readonly #embed: Matrix;
@@ -323,6 +382,7 @@ export class LlamaForward {
       next: DescriptorSlot;
       rowLogits: Allocation;
       rowNext: Allocation;
+      staged: Allocation | undefined;
       activationBytes: number;
     },
   ) {
@@ -348,6 +408,9 @@ export class LlamaForward {
     this.#next = parts.next;
     this.#rowLogits = parts.rowLogits;
     this.#rowNext = parts.rowNext;
+    this.#staged = parts.staged;
+    this.#stagedHost = new Uint32Array(parts.staged === undefined ? 0 : maxSeq);
+    this.mode = parts.staged === undefined ? 'plain' : 'chained';
     this.#activationBytes = parts.activationBytes;
   }
 
@@ -370,6 +433,8 @@ export class LlamaForward {
       throw new TenonError('EINVAL', `maxSeq must be in 1..${c.contextLength}`, { op, reason: 'bad-max-seq' });
     }
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) throw new TenonError('EINVAL', 'maxBatch must be a positive integer', { op, reason: 'bad-max-batch' });
+    const decode = options.decode ?? 'chained';
+    if (!DECODE_MODES.includes(decode)) throw new TenonError('EINVAL', `decode must be one of ${DECODE_MODES.join(', ')}`, { op, reason: 'bad-decode-mode' });
     const provider = runtime.provider as HostProvider | WebGPUProvider;
     const ropeFactors = await ropeFactorsOf(model);
     const plan: ForwardPlan = { ropeStyle: entry.ropeStyle, ropeFactors, eps: c.rmsEps, theta: c.ropeTheta };
@@ -395,6 +460,7 @@ export class LlamaForward {
       }
     }
     const embedParts = partsOf.get(model.globals.tokenEmbedding.name)!.length;
+    const chained = decode === 'chained' && embedParts === 1;
     const classifierTensor = c.tiedOutput ? model.globals.tokenEmbedding : model.globals.output;
     let largestSplitPart = 0;
     for (const t of model.tensors) {
@@ -408,6 +474,7 @@ export class LlamaForward {
       ['ids', (embedParts > 1 ? embedParts + 1 : 1) * maxBatch * U32_BYTES],
       ['rowLogits', maxBatch * c.vocabSize * F32_BYTES],
       ['kvCache', maxSeq * c.kvDim * F32_BYTES],
+      ...(chained ? [['staged', maxSeq * U32_BYTES] as [string, number]] : []),
       ...(embedParts > 1 ? [['embedScratch', embedParts * maxBatch * c.dim * F32_BYTES] as [string, number]] : []),
       ...(largestSplitPart > 0 ? [['splitScratch', maxBatch * largestSplitPart * F32_BYTES] as [string, number]] : []),
     ];
@@ -471,6 +538,7 @@ export class LlamaForward {
       const next = (await blank('u32', [1])).slot;
       const rowLogits = await blank('f32', [maxBatch, c.vocabSize]);
       const rowNext = await blank('u32', [maxBatch]);
+      const staged = chained ? await blank('u32', [maxSeq]) : undefined;
       const variant: QMatmulVariant = provider.kind === 'webgpu' ? qmatmulVariant(provider as WebGPUProvider) : 'plain';
       return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, group, {
         plan,
@@ -487,6 +555,7 @@ export class LlamaForward {
         next,
         rowLogits,
         rowNext,
+        staged,
         activationBytes,
       });
     } catch (err) {
@@ -539,15 +608,12 @@ export class LlamaForward {
    */
   async run(tokens: readonly number[], pos0: number, options: RunOptions = {}): Promise<StepResult> {
     const op = 'forward.run';
+    this.#checkStep(op, tokens, pos0, this.maxBatch);
+    // A running chain ends first: a plain step needs the group in hand.
+    const failure = await this.reclaim();
+    if (failure !== undefined) throw failure;
     const group = this.#live(op);
     const T = tokens.length;
-    if (T < 1 || T > this.maxBatch) throw new TenonError('EINVAL', `1..${this.maxBatch} tokens per step`, { op, reason: 'bad-batch' });
-    if (!Number.isSafeInteger(pos0) || pos0 < 0 || pos0 + T > this.maxSeq) {
-      throw new TenonError('EINVAL', `positions ${pos0}..${pos0 + T - 1} exceed the cache of ${this.maxSeq}`, { op, reason: 'context-full' });
-    }
-    for (const t of tokens) {
-      if (!Number.isSafeInteger(t) || t < 0 || t >= this.config.vocabSize) throw new TenonError('EINVAL', `token ${t} is outside the vocabulary`, { op, reason: 'bad-token' });
-    }
     const allRows = options.allRows === true;
     const layers = options.layers === true;
     if (layers && this.#hidden === undefined) {
@@ -555,7 +621,7 @@ export class LlamaForward {
       const r = group.insert(await zeros(provider, 'f32', [this.#layers.length * this.maxBatch, this.config.dim]));
       this.#hidden = { allocation: r.allocation, slot: r.descriptor };
     }
-    const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, layers, group);
+    const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, layers, 'ids', group);
     {
       using m = group.viewMut<'u32'>(ids);
       await m.write(this.#idsFor(tokens));
@@ -603,8 +669,175 @@ export class LlamaForward {
   dispose(): void {
     for (const { graph } of this.#graphs.values()) graph.dispose();
     this.#graphs.clear();
+    // Chain members still unsettled stop being observed; the runtime releases what they carry (the group,
+    // with the newest one) once each is decided, or retains it if one cannot be proven.
+    for (const m of this.#unsettled) m.handle.dispose();
+    this.#unsettled.clear();
+    this.#tail = undefined;
     this.#group?.dispose();
     this.#group = undefined;
+  }
+
+  /**
+   * Chained mode: submits one step (T tokens, or the device's last choice) at positions pos0.. as members
+   * of the running chain, or of a new one on the group, without waiting for anything; returns the last
+   * member. Tokens of a prompt longer than maxBatch are staged once (one writeBuffer, after the running
+   * chain ended: its members no longer read the staged ids) and run in chunks of maxBatch, each reading its
+   * ids at its offset; earlier chunks read nothing back. A single token travels in the step's uniform. With
+   * `readback`, the last member reads back its chosen id (4 bytes) with its proof (see settle). Throws
+   * before anything was submitted for bad input (EINVAL `bad-batch` | `context-full` | `bad-token`),
+   * ENOTSUP `not-chained` in plain mode, ENODEV once lost, or the runtime's refusal (the chain and the group
+   * are then as they were).
+   */
+  async enqueue(input: StepInput, pos0: number, options: { readonly readback: boolean }): Promise<ChainedStep> {
+    const op = 'forward.enqueue';
+    if (this.mode !== 'chained') throw new TenonError('ENOTSUP', 'this forward runs plain steps', { op, reason: 'not-chained' });
+    const tokens = input.kind === 'tokens' ? input.tokens : undefined;
+    if (tokens !== undefined) this.#checkStep(op, tokens, pos0, this.maxSeq);
+    else this.#checkStep(op, [0], pos0, 1);
+    const n = tokens?.length ?? 1;
+    if (tokens !== undefined && n > 1) {
+      const failure = await this.reclaim();
+      if (failure !== undefined) throw failure;
+      const staged = this.#stagedHost;
+      staged.set(tokens);
+      using m = this.#live(op).viewMut<'u32'>(this.#staged!.slot);
+      await m.write(staged);
+    }
+    // Graphs are compiled while the group is in hand (compiling adds alias descriptors to it); a chain
+    // starts only from there, so the single-token graphs exist before any member needs them mid-chain.
+    const source: IdsSource = tokens === undefined ? 'device' : 'staged';
+    const chunks: number[] = [];
+    for (let at = 0; at < n; at += this.maxBatch) chunks.push(Math.min(this.maxBatch, n - at));
+    if (this.#tail === undefined) {
+      const group = this.#live(op);
+      for (const T of new Set([1, ...chunks])) this.#graphFor(T, false, false, 'staged', group);
+      this.#graphFor(1, false, false, 'device', group);
+    }
+    let last: Member | undefined;
+    for (let c = 0, at = 0; c < chunks.length; at += chunks[c++]!) {
+      const T = chunks[c]!;
+      const entry = this.#graphs.get(graphKey(T, false, false, source))!;
+      const step: StepValues = tokens === undefined || n > 1 ? { pos: pos0 + at, at } : { pos: pos0, token: tokens[0]! };
+      const readback = options.readback && at + T >= n ? [{ slot: this.#next, offset: 0, count: 1 }] : undefined;
+      const member = await this.#submitMember(entry.graph, step, readback, pos0 + at, T);
+      // An earlier chunk is not settled: the last member's outcome covers it (chain failures are sticky).
+      if (last !== undefined) this.#forget(last);
+      last = member;
+    }
+    return last!;
+  }
+
+  /**
+   * Waits for a step's proven outcome and returns its readback (the chosen id when enqueued with
+   * `readback`, else empty). A member followed by another ends passed-on and leaves the group in the
+   * chain; the newest one gives the group back. A failure throws its cause (the group comes back with the
+   * chain's last member: reclaim); an unprovable member loses the state (ENODEV from then on).
+   */
+  settle(step: ChainedStep): Promise<Readback> {
+    const member = step as Member;
+    member.result ??= this.#decide(member);
+    return member.result;
+  }
+
+  /**
+   * Ends the running chain (if any): waits for its newest member and takes the group back. Returns the
+   * failure a member reported (the group is back all the same); throws only when the state was lost.
+   */
+  async reclaim(): Promise<TenonError | undefined> {
+    let failure: TenonError | undefined;
+    while (this.#tail !== undefined) {
+      try {
+        await this.settle(this.#tail);
+      } catch (err) {
+        if (this.#lost !== undefined) throw err;
+        failure ??= isTenonError(err) ? err : new TenonError('EIO', String(err), { op: 'forward.reclaim', cause: err });
+      }
+    }
+    return failure;
+  }
+
+  /**
+   * The logits of the last row the latest step computed and their argmax, downloaded from the group (two
+   * readbacks on WebGPU). Call after reclaim(), with no chain running.
+   */
+  async readLogits(): Promise<StepResult> {
+    const op = 'forward.readLogits';
+    const group = this.#live(op);
+    using lv = group.view<'f32'>(this.#logits.slot);
+    const logits = await lv.toArray();
+    using nv = group.view<'u32'>(this.#next);
+    const next = await nv.toArray();
+    return { logits, argmax: next[0]!, argmaxRows: Array.from(next), rowLogits: logits };
+  }
+
+  /** Dispatches of a decode step whose token the device chose, once that graph exists (else undefined). */
+  get decodeDispatches(): number | undefined {
+    return this.#graphs.get(graphKey(1, false, false, 'device'))?.graph.stats().dispatchesPerReplay;
+  }
+
+  #checkStep(op: string, tokens: readonly number[], pos0: number, maxTokens: number): void {
+    if (this.#lost !== undefined) throw new TenonError('ENODEV', 'the model state was lost with its device', { op, reason: 'state-lost' });
+    const T = tokens.length;
+    if (T < 1 || T > maxTokens) throw new TenonError('EINVAL', `1..${maxTokens} tokens per step`, { op, reason: 'bad-batch' });
+    if (!Number.isSafeInteger(pos0) || pos0 < 0 || pos0 + T > this.maxSeq) {
+      throw new TenonError('EINVAL', `positions ${pos0}..${pos0 + T - 1} exceed the cache of ${this.maxSeq}`, { op, reason: 'context-full' });
+    }
+    for (const t of tokens) {
+      if (!Number.isSafeInteger(t) || t < 0 || t >= this.config.vocabSize) throw new TenonError('EINVAL', `token ${t} is outside the vocabulary`, { op, reason: 'bad-token' });
+    }
+  }
+
+  /** Admits one member: onto the newest member of the running chain, or as the first of a new chain on the group. */
+  async #submitMember(graph: CompiledGraph, step: StepValues, readback: { slot: DescriptorSlot; offset: number; count: number }[] | undefined, pos0: number, rows: number): Promise<Member> {
+    const options = readback === undefined ? { step } : { step, readback };
+    let handle: ChainHandle;
+    const tail = this.#tail;
+    if (tail !== undefined) {
+      // A refusal leaves the tail as it was: still the newest member, still holding the group.
+      handle = await tail.handle.chain(graph, options);
+    } else {
+      const group = this.#live('forward.enqueue');
+      this.#group = undefined;
+      handle = await this.runtime.chain(graph, group, options).catch((err: unknown) => {
+        this.#group = group; // rejected before admission: still ours, untouched
+        throw err;
+      });
+    }
+    const member: Member = { handle, pos0, rows, result: undefined };
+    this.#tail = member;
+    this.#unsettled.add(member);
+    return member;
+  }
+
+  /** Stops observing a member whose successor covers it (its outcome carries nothing of ours). */
+  #forget(member: Member): void {
+    this.#unsettled.delete(member);
+    member.handle.dispose();
+  }
+
+  async #decide(member: Member): Promise<Readback> {
+    const outcome = await member.handle.wait();
+    this.#unsettled.delete(member);
+    const newest = this.#tail === member;
+    switch (outcome.kind) {
+      case 'passed-on':
+        return outcome.readback;
+      case 'completed':
+        this.#group = outcome.bundle.intoGroup().group;
+        if (newest) this.#tail = undefined;
+        return outcome.readback;
+      case 'retired-failed':
+        this.#group = outcome.inputs;
+        if (newest) this.#tail = undefined;
+        throw outcome.cause;
+      case 'passed-on-failed':
+        throw outcome.cause;
+      case 'completion-unproven':
+        this.#lost ??= outcome.cause;
+        if (newest) this.#tail = undefined;
+        throw outcome.cause;
+    }
   }
 
   #live(op: string): AllocationGroup {
@@ -631,8 +864,8 @@ export class LlamaForward {
     return out;
   }
 
-  #graphFor(T: number, allRows: boolean, layers: boolean, group: AllocationGroup): GraphEntry {
-    const key = `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}`;
+  #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup): GraphEntry {
+    const key = graphKey(T, allRows, layers, source);
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
@@ -711,10 +944,25 @@ export class LlamaForward {
     const att = rows('att', [T, qDim]);
     const act = (name: string): AllocationSlot => this.#act[name]!.allocation;
 
-    // Token embedding.
+    // Token embedding. Chained graphs (one embedding part) take their ids on the device: from `next`
+    // (the previous step's choice), or through step_ids from the staged prompt or the step's uniform.
     const embed = this.#embed;
-    const idsSlot = T === this.maxBatch && embed.parts.length === 1 ? this.#ids.slot : group.alias(this.#ids.allocation, 'u32', { shape: [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T] });
-    declare('ids', idsSlot, 'u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T]);
+    let idsSlot: DescriptorSlot;
+    if (source === 'device') {
+      idsSlot = this.#next;
+      declare('ids', idsSlot, 'u32', [T]);
+    } else {
+      idsSlot = T === this.maxBatch && embed.parts.length === 1 ? this.#ids.slot : group.alias(this.#ids.allocation, 'u32', { shape: [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T] });
+      declare('ids', idsSlot, 'u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T]);
+    }
+    if (source === 'staged') {
+      const staged = this.maxSeq;
+      declare('staged', this.#staged!.slot, 'u32', [staged]);
+      add(stepIds, ['staged', 'ids'], (s: StepValues): StepIdsParams => {
+        const token = s['token'];
+        return { count: T, staged, source: token === undefined ? { kind: 'staged', at: s['at'] ?? 0 } : { kind: 'host', token } };
+      });
+    }
     const lookup = (ids: string, p: number, out: string): void => {
       const part = embed.parts[p]!;
       if (embed.kind === 'F32') add(gather, [ids, partName(embed, p), out], { count: T, vocab: part.rows, dim });
@@ -803,6 +1051,8 @@ export class LlamaForward {
     const logits = declare('logits', logitsSlot, 'f32', [outRows, vocab]);
     const next = declare('next', nextSlot, 'u32', [outRows]);
     linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
+    // The step's choice: argmax writes the chosen u32 id of each row into `next`, which a chained decode
+    // step reads as its ids (source 'device'). A device sampling op that writes the same goes here.
     add(argmax, [logits, next], { rows: outRows, cols: vocab });
     const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: ['logits', 'next'] });
     const entry = { graph, ids: idsSlot, logits: logitsSlot, next: nextSlot };

@@ -3,7 +3,8 @@
 // drawn either from the whole distribution or, with 0 < topP < 1, from the smallest set of most likely
 // tokens whose probabilities add up to topP. The coin comes from a seeded xorshift* generator, so the
 // same seed and logits give the same tokens everywhere. Pure apart from the generator's own state; it
-// allocates one scratch index array per sampler.
+// allocates one scratch index array per sampler. deviceChoice() says when the choice can be made on the
+// device instead (greedy: the step graph's argmax), which lets the session pipeline its steps.
 import { TenonError } from '../errors.js';
 
 export interface SamplerOptions {
@@ -16,6 +17,14 @@ export interface SamplerOptions {
 }
 
 const DEFAULT_SEED = 42;
+
+/**
+ * How a step's next token can be chosen on the device, by the op that ends a step's graph and writes the
+ * chosen id where the next chained step reads it: greedy is the graph's argmax (first maximum on ties,
+ * like argmaxOf). A device sampling op would add its kind here.
+ */
+export type DeviceChoice = { readonly kind: 'argmax' };
+const ARGMAX: DeviceChoice = Object.freeze({ kind: 'argmax' });
 
 export function argmaxOf(logits: Float32Array): number {
   let best = 0;
@@ -43,6 +52,11 @@ export class Sampler {
     this.topP = topP;
     // A zero state would stay zero forever.
     this.#state = BigInt.asUintN(64, BigInt(seed)) || 1n;
+  }
+
+  /** The device-side choice equal to this sampler's, or undefined when the host must draw from the logits. */
+  deviceChoice(): DeviceChoice | undefined {
+    return this.temperature === 0 ? ARGMAX : undefined;
   }
 
   /** A uniform float in [0, 1): xorshift* with run.c's shifts, top 24 bits. */

@@ -29,6 +29,19 @@
 // or truncation cuts the checkpoints past it off the lineage, and reset or importState start a new one, so
 // a checkpoint whose history was replaced is refused (ESTALE), never "restored".
 //
+// Chained steps (the forward's default 'chained' mode; 'plain' keeps submit-and-wait as the baseline).
+// A step is one chain member per prompt chunk or token on the live state group; its execute phase waits
+// only for that member's proof, which brings back the chosen id (4 bytes); logits are downloaded only for
+// a logits observer or a caller that asks (`{ logits: true }`, the default of prefill() and decode());
+// layer observation runs the plain path. Greedy generation without observers pipelines: while step t runs,
+// its execute phase submits step t+1, which reads its token from the buffer step t's argmax writes, so the
+// host never waits for a token before the GPU can go on. Such a step runs ahead of its own transaction and
+// owns the rows past the committed length it writes, like a prediction lane: its transaction opens (epoch,
+// every phase, agreement) only once step t committed a token it may decode; a stop token, an abort, the
+// token budget, a generator the caller left or any other session call discards it (its rows are zeroed
+// after its proof, no epoch is used), and a failing transaction zeroes its rows with its own. Between
+// yields the running member holds the state; anything that touches it takes it back first.
+//
 // Fences. A restoration of cache rows (rollback, reset, importState, the undo of a failed step or lane
 // pass, a lane abandon) that fails part-way fences the session: every later call but reset() fails with
 // EIO 'fenced' until a reset rewrites every row. A step whose outcome cannot be known is `indeterminate`
@@ -37,13 +50,13 @@
 import { TenonError, isTenonError } from '../errors.js';
 import { readBlob, sha256Hex, writeBlob } from '../dataplane/index.js';
 import type { Session as PlaneSession } from '../dataplane/index.js';
-import type { Runtime } from '../submit/index.js';
+import type { Readback, Runtime } from '../submit/index.js';
 import { modelFromLlamaFile, renderChat } from '../model/index.js';
 import type { ChatInput, ChatMessage, LoadedModel, LoweringKindName, ModelIdentity } from '../model/index.js';
 import { PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 import type { PromptCacheManifest } from './prompt-cache.js';
 import { LlamaForward } from './llama.js';
-import type { LlamaForwardOptions, StepResult } from './llama.js';
+import type { ChainedStep, DecodeMode, LlamaForwardOptions, StepResult } from './llama.js';
 import type { LlamaModelFile } from '../model/index.js';
 import { Sampler, argmaxOf } from './sampler.js';
 import type { SamplerOptions } from './sampler.js';
@@ -107,7 +120,10 @@ export interface StepReport {
   readonly length: number;
   /** The tokens this step committed. */
   readonly tokens: readonly number[];
-  /** Logits after the last committed token (after any observer intervention). */
+  /**
+   * Logits after the last committed token (after any observer intervention); empty when the step ran
+   * with `logits: false` (chained mode, no logits observer: only the chosen id was read back).
+   */
   readonly logits: Float32Array;
   /** Greedy choice from `logits`. */
   readonly argmax: number;
@@ -121,8 +137,19 @@ export interface Checkpoint {
   readonly lastOutcome: StepOutcome | undefined;
 }
 
+/** Options of one prefill or decode call. */
+export interface StepOptions {
+  /**
+   * Read the logits back (default true). With false, a chained step reads back only its argmax (4 bytes)
+   * and the report's logits are empty, unless a logits observer needs them anyway.
+   */
+  readonly logits?: boolean;
+}
+
 export interface SessionReport {
   readonly provider: string;
+  /** How steps are submitted, and the dispatches of one decode step (once its graph exists). */
+  readonly decode: { readonly mode: DecodeMode; readonly dispatchesPerToken: number | undefined };
   readonly residency: 'device' | 'host';
   /** Packed weight bytes on the provider, in all and by lowering kind. */
   readonly weightBytes: number;
@@ -224,6 +251,20 @@ const BOS = 1;
 /** The bit the cache-corruption seam flips. */
 const CORRUPT_BIT = 0x01;
 
+/**
+ * A decode step submitted ahead of its transaction by a pipelined generation (`owner`): it decodes the
+ * token the previous step chose on the device, at `position`, and owns its rows until its transaction
+ * adopts it or it is discarded.
+ */
+interface Ahead {
+  readonly owner: object;
+  readonly position: number;
+  readonly rows: number;
+  readonly step: ChainedStep;
+}
+
+const NO_LOGITS = new Float32Array(0);
+
 /** What a transaction's execute phase leaves for the observe phase. */
 interface Executed {
   /** Logits of the last row and its provider-side argmax ('all' commits). */
@@ -303,6 +344,13 @@ function concatRows(parts: readonly Float32Array[]): Float32Array {
   return out;
 }
 
+/** What a chained step without logits leaves: the id it read back, nothing else. */
+function chosenOnly(readback: Readback, tokens: readonly number[]): Executed {
+  const chosen = readback[0]?.[0];
+  if (chosen === undefined) throw new TenonError('EIO', 'the step read back no token', { op: 'session.step', reason: 'readback-lost' });
+  return { logits: NO_LOGITS, argmax: chosen, rowLogits: NO_LOGITS, argmaxRows: [chosen], layers: undefined, layerTokens: tokens };
+}
+
 /** Per-layer rows of several passes, joined layer by layer. */
 function concatLayers(passes: readonly (readonly Float32Array[])[]): Float32Array[] {
   return passes[0]!.map((_, l) => concatRows(passes.map((p) => p[l]!)));
@@ -322,6 +370,8 @@ export class TextSession {
   #fenced: TenonError | undefined;
   #busy = false;
   #lane: Lane | undefined;
+  /** The step a pipelined generation submitted ahead of its transaction (see the module comment). */
+  #ahead: Ahead | undefined;
   /** Mark of the current state, and the last mark handed out. */
   #mark = 0;
   #marks = 0;
@@ -392,13 +442,13 @@ export class TextSession {
   }
 
   /** Prefills `tokens` after the committed ones (chunks of maxBatch, one transaction). */
-  prefill(tokens: readonly number[]): Promise<StepReport> {
-    return this.#step(tokens, 'session.prefill');
+  prefill(tokens: readonly number[], options: StepOptions = {}): Promise<StepReport> {
+    return this.#step(tokens, 'session.prefill', options);
   }
 
   /** Processes one token after the committed ones. */
-  decode(token: number): Promise<StepReport> {
-    return this.#step([token], 'session.decode');
+  decode(token: number, options: StepOptions = {}): Promise<StepReport> {
+    return this.#step([token], 'session.decode', options);
   }
 
   /** Captures the committed state (length, epoch, last outcome; the KV rows are kept by the append-only cache). */
@@ -445,6 +495,9 @@ export class TextSession {
     this.#lane?.closeForReset();
     this.#busy = true;
     try {
+      // Every row is rewritten, those of a step submitted ahead included (zeroRows takes the state back
+      // after it): nothing of it survives, so whatever it reported is moot.
+      this.#ahead = undefined;
       await this.#rewrite(op, () => this.#zeroRows(0, this.maxSeq));
       this.#tokens = [];
       this.#fenced = undefined;
@@ -546,6 +599,7 @@ export class TextSession {
     const provider = this.#forward.runtime.provider;
     return {
       provider: provider.id,
+      decode: { mode: this.#forward.mode, dispatchesPerToken: this.#forward.decodeDispatches },
       residency: provider.kind === 'webgpu' ? 'device' : 'host',
       weightBytes: this.#forward.weightBytes,
       weightBytesByKind: this.#forward.weightBytesByKind,
@@ -566,6 +620,7 @@ export class TextSession {
     const op = 'session.exportState';
     this.#usable(op);
     if (!Number.isSafeInteger(length) || length < 0 || length > this.maxSeq) throw new TenonError('EINVAL', 'length outside the cache', { op, reason: 'bad-length' });
+    await this.#settled(op);
     const width = this.#model.config.kvDim;
     const out = new Float32Array(2 * this.#forward.layers * length * width);
     let at = 0;
@@ -608,12 +663,19 @@ export class TextSession {
     if (speculative !== undefined && sampler.temperature !== 0) {
       throw new TenonError('EINVAL', 'speculative decoding is greedy only', { op, reason: 'speculative-needs-greedy' });
     }
+    // Greedy choices without observers are made on the device, so the steps can be pipelined.
+    const observer = this.#observer;
+    const pipelined = this.#forward.mode === 'chained' && sampler.deviceChoice()?.kind === 'argmax' && speculative === undefined && observer?.logits === undefined && observer?.layer === undefined;
     // Longest-prefix reuse: keep the committed prefix shared with the prompt, prefill the rest.
     let shared = 0;
     while (shared < this.length && shared < ids.length - 1 && this.#tokens[shared] === ids[shared]) shared++;
     if (shared < this.length) await this.#truncate(op, shared);
-    let report = await this.prefill(ids.slice(shared));
     const text = this.tokenizer.textStream({ prev: ids[ids.length - 1]! });
+    if (pipelined) {
+      yield* this.#generatePipelined(op, ids.slice(shared), { maxTokens, stop, signal, text });
+      return;
+    }
+    let report = await this.prefill(ids.slice(shared));
     let produced = 0;
     let next = sampler.sample(report.logits);
     while (produced < maxTokens) {
@@ -640,6 +702,35 @@ export class TextSession {
       produced++;
       yield { token: next, text: text.push(next), position: this.length - 1 };
       next = sampler.sample(report.logits);
+    }
+  }
+
+  /**
+   * Greedy generation as generate() does it, pipelined (see the module comment): each transaction submits
+   * the next decode step before it waits for its own proof, and that step decodes the token this one
+   * chose on the device. The only readback per token is the chosen id, which decides stop and yield.
+   */
+  async *#generatePipelined(
+    op: string,
+    prompt: readonly number[],
+    run: { readonly maxTokens: number; readonly stop: ReadonlySet<number>; readonly signal: AbortSignal | undefined; readonly text: { push(token: number): string } },
+  ): AsyncGenerator<GeneratedToken, void, undefined> {
+    const owner = {};
+    const { maxTokens, stop, signal, text } = run;
+    try {
+      let next = (await this.#pipelinedStep('session.prefill', prompt, owner, maxTokens > 0)).argmax;
+      let produced = 0;
+      while (produced < maxTokens) {
+        if (signal?.aborted) throw new TenonError('ECANCELED', 'generation aborted', { op, cause: signal.reason });
+        if (stop.has(next)) return;
+        const report = await this.#pipelinedStep('session.decode', [next], owner, produced + 1 < maxTokens);
+        produced++;
+        yield { token: next, text: text.push(next), position: this.length - 1 };
+        next = report.argmax;
+      }
+    } finally {
+      // A step still ahead (a stop token, an abort, a caller that left) is discarded: its rows are zeroed.
+      if (this.#ahead?.owner === owner) await this.#exclusive(op, async () => undefined);
     }
   }
 
@@ -677,6 +768,7 @@ export class TextSession {
         this.#usable(laneOp);
         this.#busy = true;
         try {
+          await this.#dropAhead(laneOp);
           return await work();
         } finally {
           this.#busy = false;
@@ -743,12 +835,40 @@ export class TextSession {
     if (this.#busy) throw new TenonError('EBUSY', 'a step is running', { op, reason: 'step-running' });
   }
 
-  async #exclusive<T>(op: string, work: () => Promise<T>): Promise<T> {
+  /** Runs `work` alone: refused while unusable or a lane is open; a step run ahead by another than `keep` is discarded first. */
+  async #exclusive<T>(op: string, work: () => Promise<T>, keep?: object): Promise<T> {
     this.#usable(op);
     if (this.#lane !== undefined) throw new TenonError('EBUSY', 'a prediction lane is open', { op, reason: 'lane-open' });
     this.#busy = true;
     try {
+      await this.#dropAhead(op, keep);
       return await work();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /**
+   * Discards the step a pipelined generation submitted ahead (unless `keep` owns it): waits for its proof,
+   * takes the state back and zeroes its rows (a failure part-way fences, as any rewrite). A failure the
+   * discarded work reported is thrown after its rows were zeroed; a lost state throws ENODEV.
+   */
+  async #dropAhead(op: string, keep?: object): Promise<void> {
+    const ahead = this.#ahead;
+    if (ahead === undefined || ahead.owner === keep) return;
+    this.#ahead = undefined;
+    const failure = await this.#forward.reclaim();
+    await this.#rewrite(op, () => this.#zeroRows(ahead.position, ahead.position + ahead.rows));
+    if (failure !== undefined) throw failure;
+  }
+
+  /** For calls that read the state outside a transaction: no step ahead, the state in hand. */
+  async #settled(op: string): Promise<void> {
+    this.#busy = true;
+    try {
+      await this.#dropAhead(op);
+      const failure = await this.#forward.reclaim();
+      if (failure !== undefined) throw failure;
     } finally {
       this.#busy = false;
     }
@@ -820,6 +940,7 @@ export class TextSession {
     }
     await this.#exclusive(op, async () => {
       await this.#rewrite(op, async () => {
+        await this.#forward.reclaim();
         const group = this.#forward.group;
         let at = 0;
         for (let l = 0; l < this.#forward.layers; l++) {
@@ -846,7 +967,7 @@ export class TextSession {
     });
   }
 
-  async #step(tokens: readonly number[], op: string): Promise<StepReport> {
+  async #step(tokens: readonly number[], op: string, options: StepOptions): Promise<StepReport> {
     if (!Array.isArray(tokens) || tokens.length === 0) throw new TenonError('EINVAL', 'a step needs at least one token', { op, reason: 'empty-step' });
     const vocab = this.#model.config.vocabSize;
     for (const t of tokens) {
@@ -856,10 +977,19 @@ export class TextSession {
       throw new TenonError('ENOSPC', `the context holds ${this.maxSeq} positions`, { op, reason: 'context-full' });
     }
     const layers = this.#observer?.layer !== undefined;
+    const logits = options.logits !== false || this.#observer?.logits !== undefined;
+    const forward = this.#forward;
     return this.#transact(op, tokens, {
       rows: tokens.length,
       commit: { kind: 'all' },
       execute: async (start) => {
+        // Layer observation reads the observation buffer the plain graphs write.
+        if (forward.mode === 'chained' && !layers) {
+          const step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: !logits });
+          const readback = await forward.settle(step);
+          if (logits) return { ...(await forward.readLogits()), layers: undefined, layerTokens: tokens };
+          return chosenOnly(readback, tokens);
+        }
         let result: StepResult | undefined;
         const passes: (readonly Float32Array[])[] = [];
         const batch = this.#forward.maxBatch;
@@ -873,8 +1003,11 @@ export class TextSession {
     });
   }
 
-  /** The transaction every change of the committed history goes through (see the module comment). */
-  async #transact(op: string, tokens: readonly number[], plan: TransactionPlan): Promise<StepReport> {
+  /**
+   * The transaction every change of the committed history goes through (see the module comment). `keep`:
+   * the pipelined generation whose step ahead this transaction adopts (any other is discarded first).
+   */
+  async #transact(op: string, tokens: readonly number[], plan: TransactionPlan, keep?: object): Promise<StepReport> {
     return this.#exclusive(op, async () => {
       const epoch = ++this.#epoch;
       const start = this.length;
@@ -900,13 +1033,17 @@ export class TextSession {
         this.#publish(committed);
         return { epoch, length: committed.length, tokens: tokens.slice(0, observed.count), logits: observed.logits, argmax: observed.argmax };
       } catch (err) {
+        // A step submitted ahead (this transaction's own, not adopted yet, or the next one) goes with it.
+        const ahead = this.#ahead;
+        this.#ahead = undefined;
         if (this.#forward.lost) {
           this.#lastOutcome = 'indeterminate';
           this.#fenced = isTenonError(err) ? err : new TenonError('EIO', String(err), { op });
           throw new StepError(err, phase, epoch, 'indeterminate');
         }
+        const end = Math.max(start + plan.rows, ahead === undefined ? 0 : ahead.position + ahead.rows);
         try {
-          await this.#rewrite(op, () => this.#zeroRows(start, start + plan.rows));
+          await this.#rewrite(op, () => this.#zeroRows(start, end));
         } catch {
           throw new StepError(err, phase, epoch, 'indeterminate');
         }
@@ -914,7 +1051,38 @@ export class TextSession {
         this.#advance();
         throw new StepError(err, phase, epoch, 'aborted');
       }
-    });
+    }, keep);
+  }
+
+  /**
+   * One transaction of a pipelined greedy generation (`owner`): runs `tokens` (adopting the step `owner`
+   * submitted ahead for them, or submitting them now) and, with `ahead`, submits the next decode step
+   * (whose token is this step's choice, read on the device) before waiting for this step's proof.
+   */
+  #pipelinedStep(op: string, tokens: readonly number[], owner: object, ahead: boolean): Promise<StepReport> {
+    const forward = this.#forward;
+    return this.#transact(
+      op,
+      tokens,
+      {
+        rows: tokens.length,
+        commit: { kind: 'all' },
+        execute: async (start) => {
+          const mine = this.#ahead;
+          let step: ChainedStep;
+          if (mine !== undefined && mine.owner === owner) {
+            this.#ahead = undefined;
+            step = mine.step;
+          } else {
+            step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: true });
+          }
+          const next = start + tokens.length;
+          if (ahead && next < this.maxSeq) this.#ahead = { owner, position: next, rows: 1, step: await forward.enqueue({ kind: 'device' }, next, { readback: true }) };
+          return chosenOnly(await forward.settle(step), tokens);
+        },
+      },
+      owner,
+    );
   }
 
   /**
@@ -946,6 +1114,9 @@ export class TextSession {
   /** Restores the invariant that rows from..to-1 of every cache are zero (writes only those rows). */
   async #zeroRows(from: number, to: number): Promise<void> {
     if (to <= from) return;
+    // The state comes back from a running chain first; a failure its members reported belongs to the
+    // steps that settle them (this runs as their undo, or after they were discarded).
+    await this.#forward.reclaim();
     const width = this.#model.config.kvDim;
     const group = this.#forward.group;
     for (let l = 0; l < this.#forward.layers; l++) {

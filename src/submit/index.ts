@@ -14,6 +14,8 @@ export type { DispatchSpec, GraphInput, GraphSpec, GraphStats } from './graph.js
 export type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 export type { BoundShape, Kernel, KernelAccess, KernelBinding } from './kernel.js';
 export * from './ops/index.js';
+export { stepIds } from './ops/step-ids.js';
+export type { StepIdsParams, StepIdsSource } from './ops/step-ids.js';
 export { PoolHandle, WorkerPool, createWorkerPool } from './pool.js';
 export type { PoolFaults, PoolStats, PoolSubmitOptions, WorkerPoolOptions } from './pool.js';
 export type { PoolGraphSpec, PoolParamValue, PoolProviderKind, WorkerInfo } from './pool-protocol.js';
