@@ -5,6 +5,9 @@ import { addInplace } from './add-inplace.js';
 import { argmax } from './argmax.js';
 import { attention } from './attention.js';
 import { biasAdd } from './bias-add.js';
+import { fusedAttention, fusedAttentionCombine, fusedAttentionSplit } from './fused-attention.js';
+import { FUSED_MATVEC } from './fused-matvec.js';
+import { fusedRopeKv, fusedRopeKvBias } from './fused-rope-kv.js';
 import { gather } from './gather.js';
 import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
@@ -18,18 +21,25 @@ import { QMATMUL } from './qmatmul.js';
 import { QMATMUL_EXPERT } from './qmatmul-expert.js';
 import { rmsnorm } from './rmsnorm.js';
 import { rope } from './rope.js';
+import { sample } from './sample.js';
 import { scale } from './scale.js';
 import { siluMul } from './silu-mul.js';
 import { softmax } from './softmax.js';
 import type { AnyOpDef } from './types.js';
 
-export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeCombine, moeRoute, mul, rmsnorm, rope, scale, siluMul, softmax };
+export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeCombine, moeRoute, mul, rmsnorm, rope, sample, scale, siluMul, softmax };
 export type { AddParams } from './add.js';
 export type { AddInplaceParams } from './add-inplace.js';
 export type { ArgmaxParams } from './argmax.js';
 export type { AttentionParams } from './attention.js';
 export { attentionScale } from './attention.js';
 export type { BiasAddParams } from './bias-add.js';
+export { FUSED_ATTENTION_MAX_HEAD_DIM, fusedAttention, fusedAttentionCombine, fusedAttentionSplit, maxSplits, usedSplits } from './fused-attention.js';
+export type { FusedAttentionArrays, FusedAttentionCombineArrays, FusedAttentionCombineParams, FusedAttentionParams, FusedAttentionSplitParams } from './fused-attention.js';
+export { FUSED_MATVEC, fusedMatvecTiling } from './fused-matvec.js';
+export type { FusedMatmulAddArrays, FusedMatmulAddParams, FusedMatvecForm, FusedMatvecTiling, FusedNormGluArrays, FusedNormGluParams, FusedNormMatmulArrays, FusedNormMatmulParams, FusedNormQkvRopeArrays, FusedNormQkvRopeParams } from './fused-matvec.js';
+export { fusedRopeKv, fusedRopeKvBias } from './fused-rope-kv.js';
+export type { FusedRopeKvArrays, FusedRopeKvBiasArrays, FusedRopeKvParams } from './fused-rope-kv.js';
 export type { GatherParams } from './gather.js';
 export type { KvWriteParams } from './kv-write.js';
 export type { MatmulParams } from './matmul.js';
@@ -52,6 +62,8 @@ export type { RmsnormParams } from './rmsnorm.js';
 export { RMSNORM_EPS } from './rmsnorm.js';
 export type { RopeParams, RopeStyle } from './rope.js';
 export { ROPE_MAX_HEAD_DIM, ROPE_MAX_POSITION, ROPE_STYLES, ROPE_THETA, ropeFrequencies, ropeTable } from './rope.js';
+export { SAMPLE_FRAC_BITS, SAMPLE_MAX_COLS, SAMPLE_T_MAX, SAMPLE_WORKGROUP, philox4x32, sampleRandom, sampleRow, sampleScale, sampleWeight } from './sample.js';
+export type { SampleOptions, SampleParams } from './sample.js';
 export type { ScaleParams } from './scale.js';
 export type { SiluMulParams } from './silu-mul.js';
 export type { SoftmaxParams } from './softmax.js';
@@ -65,6 +77,21 @@ export const OPS = {
   argmax,
   attention,
   bias_add: biasAdd,
+  fused_attention: fusedAttention,
+  fused_attention_split: fusedAttentionSplit,
+  fused_attention_combine: fusedAttentionCombine,
+  fused_norm_matmul: FUSED_MATVEC.normMatmul.plain,
+  fused_norm_matmul_subgroups: FUSED_MATVEC.normMatmul.subgroups,
+  fused_norm_glu: FUSED_MATVEC.normGlu.plain,
+  fused_norm_glu_subgroups: FUSED_MATVEC.normGlu.subgroups,
+  fused_norm_qkv_rope: FUSED_MATVEC.normQkvRope.plain,
+  fused_norm_qkv_rope_subgroups: FUSED_MATVEC.normQkvRope.subgroups,
+  fused_norm_qkv_rope_bias: FUSED_MATVEC.normQkvRopeBias.plain,
+  fused_norm_qkv_rope_bias_subgroups: FUSED_MATVEC.normQkvRopeBias.subgroups,
+  fused_matmul_add: FUSED_MATVEC.matmulAdd.plain,
+  fused_matmul_add_subgroups: FUSED_MATVEC.matmulAdd.subgroups,
+  fused_rope_kv: fusedRopeKv,
+  fused_rope_kv_bias: fusedRopeKvBias,
   gather,
   kv_write: kvWrite,
   matmul,
@@ -125,6 +152,7 @@ export const OPS = {
   qgather_q5_1: QGATHER.Q5_1,
   rmsnorm,
   rope,
+  sample,
   scale,
   silu_mul: siluMul,
   softmax,
