@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 import type { Plugin, UserConfig } from 'vite';
 import { watKernels } from './scripts/wat.js';
+import { weslShaders } from './scripts/wesl.js';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 const at = (p: string): string => `${root}${p}`;
@@ -60,7 +61,7 @@ function tenonBundle(format: 'es' | 'iife'): Plugin {
 function library(format: 'es' | 'iife'): UserConfig {
   return {
     logLevel: 'warn',
-    plugins: [tenonBundle(format), watKernels()],
+    plugins: [tenonBundle(format), watKernels(), weslShaders()],
     // The script-tag bundle has no import.meta; its worker URLs come from the loading <script>.
     define: format === 'iife' ? { 'import.meta.url': 'undefined' } : {},
     build: {
@@ -84,7 +85,7 @@ function library(format: 'es' | 'iife'): UserConfig {
 function worker(name: 'pool' | 'dataplane'): UserConfig {
   return {
     logLevel: 'warn',
-    plugins: [tenonBundle('es'), watKernels()],
+    plugins: [tenonBundle('es'), watKernels(), weslShaders()],
     build: {
       outDir: 'dist',
       emptyOutDir: false,

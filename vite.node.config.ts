@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { defineConfig } from 'vite';
 import type { Plugin } from 'vite';
 import { watKernels } from './scripts/wat.js';
+import { weslShaders } from './scripts/wesl.js';
 
 const OUT_DIR = 'dist/workers';
 /** The entry chunk package.json `bin` names (dist/workers/tenon.js). */
@@ -33,7 +34,7 @@ function cliExecutable(): Plugin {
 
 export default defineConfig({
   logLevel: 'warn',
-  plugins: [cliExecutable(), watKernels()],
+  plugins: [cliExecutable(), watKernels(), weslShaders()],
   build: {
     ssr: true,
     target: 'node20',

@@ -11,6 +11,7 @@ import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from './scripts/chromium.config.js';
 import { watKernels } from './scripts/wat.js';
+import { weslShaders } from './scripts/wesl.js';
 
 const ci = process.env['CI'];
 const requireModels = process.env['TENON_REQUIRE_MODELS'] === '1' || (ci !== undefined && ci !== '' && ci !== 'false');
@@ -23,8 +24,9 @@ declare module 'vitest' {
 }
 
 export default defineConfig({
-  // The host provider's WebAssembly kernels: wasm/*.wat assembled on import (scripts/wat.ts).
-  plugins: [watKernels()],
+  // The host provider's WebAssembly kernels: wasm/*.wat assembled on import (scripts/wat.ts); WESL
+  // kernels (shaders/*.wesl) linked on import (scripts/wesl.ts).
+  plugins: [watKernels(), weslShaders()],
   // The browser lane reads the real model fixtures from ../shared/models (never copied into the repo).
   server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(process.cwd()), '../shared/models'] } },
   // Pre-bundle test dependencies up front so a cold browser run does not reload mid-suite (a reload fails the

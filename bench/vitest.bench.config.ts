@@ -3,9 +3,10 @@
 // benchmarks (*.browser.bench.ts) run under bench/vitest.browser-bench.config.ts instead.
 import { defineConfig } from 'vitest/config';
 import { watKernels } from '../scripts/wat.js';
+import { weslShaders } from '../scripts/wesl.js';
 
 export default defineConfig({
-  plugins: [watKernels()],
+  plugins: [watKernels(), weslShaders()],
   test: {
     include: ['bench/**/*.bench.ts'],
     exclude: ['bench/**/*.browser.bench.ts', '**/node_modules/**'],

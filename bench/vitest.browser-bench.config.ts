@@ -7,9 +7,10 @@ import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from '../scripts/chromium.config.js';
 import { watKernels } from '../scripts/wat.js';
+import { weslShaders } from '../scripts/wesl.js';
 
 export default defineConfig({
-  plugins: [watKernels()],
+  plugins: [watKernels(), weslShaders()],
   root: fileURLToPath(new URL('..', import.meta.url)),
   server: { headers: crossOriginIsolationHeaders },
   // Pre-bundled up front so a cold run does not reload the page mid-benchmark. onnxruntime-web stays

@@ -5,9 +5,10 @@ import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { chromiumArgs, chromiumPath, crossOriginIsolationHeaders } from '../scripts/chromium.config.js';
 import { watKernels } from '../scripts/wat.js';
+import { weslShaders } from '../scripts/wesl.js';
 
 export default defineConfig({
-  plugins: [watKernels()],
+  plugins: [watKernels(), weslShaders()],
   server: { headers: crossOriginIsolationHeaders },
   optimizeDeps: { include: ['comlink', 'ringbuf.js', 'idb-keyval'] },
   test: {

@@ -9,11 +9,12 @@ import { defineConfig } from 'vitest/config';
 import { playwright } from '@vitest/browser-playwright';
 import { crossOriginIsolationHeaders, chromiumArgs, chromiumPath } from '../scripts/chromium.config.js';
 import { watKernels } from '../scripts/wat.js';
+import { weslShaders } from '../scripts/wesl.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 export default defineConfig({
-  plugins: [watKernels()],
+  plugins: [watKernels(), weslShaders()],
   root,
   server: { headers: crossOriginIsolationHeaders, fs: { allow: [searchForWorkspaceRoot(root), '../shared/models'] } },
   // Its own dependency cache: the other configs pre-bundle other sets, and a shared cache re-optimized

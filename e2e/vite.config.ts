@@ -8,6 +8,7 @@ import { crossOriginIsolationHeaders } from '../scripts/chromium.config.js';
 import { gunzippedFiles } from '../scripts/gunzip-files.js';
 import { staticFiles } from '../scripts/static-files.js';
 import { watKernels } from '../scripts/wat.js';
+import { weslShaders } from '../scripts/wesl.js';
 
 /** TENON_E2E_PORT moves the lane's server, so two checkouts can run their e2e lanes at once. */
 export const E2E_PORT = Number(process.env['TENON_E2E_PORT'] ?? 5199);
@@ -17,5 +18,5 @@ export default defineConfig({
   server: { host: '127.0.0.1', port: E2E_PORT, strictPort: true, headers: crossOriginIsolationHeaders },
   optimizeDeps: { include: ['comlink', 'idb-keyval'] },
   logLevel: 'error',
-  plugins: [watKernels(), staticFiles([{ prefix: '/static/', dir: '.' }, { prefix: '/models/', dir: '../shared/models' }]), gunzippedFiles({ prefix: '/models/', dir: '../shared/models' })],
+  plugins: [watKernels(), weslShaders(), staticFiles([{ prefix: '/static/', dir: '.' }, { prefix: '/models/', dir: '../shared/models' }]), gunzippedFiles({ prefix: '/models/', dir: '../shared/models' })],
 });
