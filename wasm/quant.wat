@@ -7,17 +7,33 @@
 ;; lives); `kind` is PACKED_KIND_ID (src/submit/ops/qunit.ts): F32 0, F16 1, BF16 2, Q8_0 3, Q4_0 4,
 ;; Q4_K 5, Q6_K 6, Q4_1 7, Q5_0 8, Q5_1 9; p0, p1, p2 are the byte offsets of planes 1..3 in a row.
 ;;
-;; A row is dequantized in registers, 16 elements per step, with GGML's f32 operations (each product
-;; and sum rounded to f32 exactly as decodePackedRow rounds them, so a dequantized row is bit-identical
-;; to the reference's), into a scratch row of K floats; every row of x is then dotted with it by `dot`
-;; (imported from wasm/f32.wat: f32 lanes, like the GPU kernels). One dequantization serves all M rows.
+;; The block kinds (Q8_0 .. Q5_1) in two phases per weight row, in the "groups" form: every kind's row is
+;; K small integers in groups of 16, each group with an f32 scale (GGML's own f32 product, e.g. d * sc
+;; for the k-quants) and, for the affine kinds (Q4_1, Q5_1, Q4_K), an f32 min, so that element e of group
+;; g is q_e * scale_g (+ min_g) exactly as GGML's dequantizer rounds it.
+;;   1. $decode_row writes the row's groups into scratch: K signed bytes (Q8_0's quant plane is already
+;;      that form and is read in place), K / 16 scales, K / 16 mins. Byte operations on 16 values at once.
+;;   2. $dot_groups dots each row of x with the groups, the scale factored out of each group:
+;;      sum_g scale_g * (sum_e x_e q_e) (+ min_g * sum_e x_e, the x sums computed once per call). The
+;;      integers become f32 in registers, never in memory.
+;; One decoded row serves all M rows of x, and the arithmetic of out[i, j] does not depend on M or on
+;; which other rows share the call (so a weight split across bindings sums exactly as the unsplit one).
+;; F16 and BF16 rows are dotted straight from the packed halves ($dot_halves). `dequant_row` expands the
+;; groups form to floats (the tests compare it bit for bit with decodePackedRow).
+;;
+;; Accumulation is f32 in four lanes, as in wasm/f32.wat; lane sums are combined at the end by $hsum.
 (module
   (import "env" "memory" (memory 1))
-  (import "env" "dot" (func $dot (param i32 i32 i32) (result f32)))
 
   ;; 2^112: scales the bits of a half, shifted into an f32's place, to the half's value (normals and
   ;; subnormals alike, exactly).
   (global $HALF_SCALE f32 (f32.const 0x1p112))
+
+  ;; The sum of the four lanes of v: (l0 + l1) + (l2 + l3).
+  (func $hsum (param $v v128) (result f32)
+    (f32.add
+      (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
+      (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
 
   ;; f32 value of the IEEE binary16 bits in the low 16 bits of $h (every pattern: subnormals, infinities,
   ;; NaN), exactly.
@@ -31,7 +47,7 @@
       (i32.reinterpret_f32 (f32.mul (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
         (global.get $HALF_SCALE))))))
 
-  ;; The same for four halves, one in the low 16 bits of each i32 lane.
+  ;; The same for four halves, one in the low 16 bits of each i32 lane (every pattern).
   (func $half4 (param $h v128) (result v128)
     (local $sign v128) (local $finite v128) (local $special v128) (local $isSpecial v128)
     (local.set $sign (i32x4.shl (v128.and (local.get $h) (i32x4.splat (i32.const 0x8000))) (i32.const 16)))
@@ -42,62 +58,454 @@
     (local.set $isSpecial (i32x4.eq (v128.and (local.get $h) (i32x4.splat (i32.const 0x7c00))) (i32x4.splat (i32.const 0x7c00))))
     (v128.or (local.get $sign) (v128.bitselect (local.get $special) (local.get $finite) (local.get $isSpecial))))
 
+  ;; Four finite halves (no exponent of all ones), each sign-extended into an i32 lane: shifted left 13,
+  ;; the sign lands in bit 31 (and copies of it in 28..30, masked off) and exponent and mantissa in 13..27,
+  ;; a float 2^-112 times the half's value, which the product with 2^112 restores exactly.
+  (func $finite_half4 (param $h v128) (result v128)
+    (f32x4.mul (v128.and (i32x4.shl (local.get $h) (i32.const 13)) (i32x4.splat (i32.const 0x8fffe000)))
+      (f32x4.splat (global.get $HALF_SCALE))))
+
+  ;; True when any of the eight halves of $v has the exponent of all ones (infinity or NaN).
+  (func $any_special8 (param $v v128) (result i32)
+    (v128.any_true (i16x8.eq (v128.and (local.get $v) (i16x8.splat (i32.const 0x7c00))) (i16x8.splat (i32.const 0x7c00)))))
+
   ;; The f16 of block $b in the half plane at $plane.
   (func $block_half (param $plane i32) (param $b i32) (result f32)
     (call $half (i32.load16_u (i32.add (local.get $plane) (i32.shl (local.get $b) (i32.const 1))))))
 
-  ;; out[0..16) = q * d for the 16 signed bytes q of $v (exact: |q| < 2^8, one rounding per product).
-  (func $store16 (param $v v128) (param $out i32) (param $d v128)
-    (local $lo v128) (local $hi v128)
-    (local.set $lo (i16x8.extend_low_i8x16_s (local.get $v)))
-    (local.set $hi (i16x8.extend_high_i8x16_s (local.get $v)))
-    (v128.store (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $lo))) (local.get $d)))
-    (v128.store offset=16 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $lo))) (local.get $d)))
-    (v128.store offset=32 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $hi))) (local.get $d)))
-    (v128.store offset=48 (local.get $out) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $hi))) (local.get $d))))
+  ;; Stores f32 $v at $at and $at + 4 (the scale or min of the two groups of a 32-element block).
+  (func $store2 (param $at i32) (param $v f32)
+    (f32.store (local.get $at) (local.get $v))
+    (f32.store offset=4 (local.get $at) (local.get $v)))
 
-  ;; out[0..16) = q * d + m (the product rounded, then the sum: GGML's order).
-  (func $store16_affine (param $v v128) (param $out i32) (param $d v128) (param $m v128)
-    (local $lo v128) (local $hi v128)
-    (local.set $lo (i16x8.extend_low_i8x16_s (local.get $v)))
-    (local.set $hi (i16x8.extend_high_i8x16_s (local.get $v)))
-    (v128.store (local.get $out)
-      (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $lo))) (local.get $d)) (local.get $m)))
-    (v128.store offset=16 (local.get $out)
-      (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $lo))) (local.get $d)) (local.get $m)))
-    (v128.store offset=32 (local.get $out)
-      (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $hi))) (local.get $d)) (local.get $m)))
-    (v128.store offset=48 (local.get $out)
-      (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $hi))) (local.get $d)) (local.get $m))))
+  ;; ---- Phase 1: a packed row into the groups form ----
 
-  ;; The fifth bits of a 32-element block as 0x10 bytes: for elements 0..15 (bytes 0, 1 of $qh) when $high
-  ;; is 0, for elements 16..31 (bytes 2, 3) when it is 1. Lane e takes byte e / 8 of qh and bit e mod 8.
-  (func $fifth_bits (param $qh i32) (param $high i32) (result v128)
-    (local $bytes v128)
-    (local.set $bytes (i8x16.swizzle (i32x4.splat (local.get $qh))
-      (select (v128.const i8x16 2 2 2 2 2 2 2 2 3 3 3 3 3 3 3 3) (v128.const i8x16 0 0 0 0 0 0 0 0 1 1 1 1 1 1 1 1) (local.get $high))))
-    (v128.and (i8x16.eq (v128.and (local.get $bytes) (v128.const i8x16 1 2 4 8 16 32 64 128 1 2 4 8 16 32 64 128))
-        (v128.const i8x16 1 2 4 8 16 32 64 128 1 2 4 8 16 32 64 128))
-      (i8x16.splat (i32.const 0x10))))
+;; Scale pairs: the f16 of block b (the half plane at $plane) into $ss[2b] and $ss[2b + 1], four blocks
+  ;; per step through $half4 (exact for every pattern), the blocks mod 4 one at a time.
+  (func $half_pairs (param $plane i32) (param $blocks i32) (param $ss i32)
+    (local $b i32) (local $b4 i32) (local $f v128) (local $d f32)
+    (local.set $b4 (i32.and (local.get $blocks) (i32.const -4)))
+    (block $done4
+      (loop $step4
+        (br_if $done4 (i32.ge_u (local.get $b) (local.get $b4)))
+        (local.set $f (call $half4 (i32x4.extend_low_i16x8_u
+          (v128.load64_zero (i32.add (local.get $plane) (i32.shl (local.get $b) (i32.const 1)))))))
+        (v128.store (i32.add (local.get $ss) (i32.shl (local.get $b) (i32.const 3)))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $f) (local.get $f)))
+        (v128.store offset=16 (i32.add (local.get $ss) (i32.shl (local.get $b) (i32.const 3)))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $f) (local.get $f)))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (br $step4)))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $d (call $block_half (local.get $plane) (local.get $b)))
+        (f32.store (i32.add (local.get $ss) (i32.shl (local.get $b) (i32.const 3))) (local.get $d))
+        (f32.store offset=4 (i32.add (local.get $ss) (i32.shl (local.get $b) (i32.const 3))) (local.get $d))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $step))))
 
-  ;; F16 / BF16 rows: k halves, two per word, eight per step; $bf selects bfloat16 (bits << 16).
-  (func $dequant_halves (param $w i32) (param $out i32) (param $k i32) (param $bf i32)
-    (local $end8 i32) (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $h i32)
+  ;; Scale and min pairs of Q4_1 / Q5_1: word b of the plane at $plane holds d (low half) and min (high
+  ;; half) of block b; d goes to $ss[2b], $ss[2b + 1] and min to $sm[2b], $sm[2b + 1]. Four per step.
+  (func $dm_pairs (param $plane i32) (param $blocks i32) (param $ss i32) (param $sm i32)
+    (local $b i32) (local $b4 i32) (local $v v128) (local $f v128) (local $dm i32) (local $at i32)
+    (local.set $b4 (i32.and (local.get $blocks) (i32.const -4)))
+    (block $done4
+      (loop $step4
+        (br_if $done4 (i32.ge_u (local.get $b) (local.get $b4)))
+        (local.set $v (v128.load (i32.add (local.get $plane) (i32.shl (local.get $b) (i32.const 2)))))
+        (local.set $at (i32.shl (local.get $b) (i32.const 3)))
+        (local.set $f (call $half4 (v128.and (local.get $v) (i32x4.splat (i32.const 0xffff)))))
+        (v128.store (i32.add (local.get $ss) (local.get $at)) (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $f) (local.get $f)))
+        (v128.store offset=16 (i32.add (local.get $ss) (local.get $at)) (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $f) (local.get $f)))
+        (local.set $f (call $half4 (i32x4.shr_u (local.get $v) (i32.const 16))))
+        (v128.store (i32.add (local.get $sm) (local.get $at)) (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $f) (local.get $f)))
+        (v128.store offset=16 (i32.add (local.get $sm) (local.get $at)) (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $f) (local.get $f)))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (br $step4)))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $dm (i32.load (i32.add (local.get $plane) (i32.shl (local.get $b) (i32.const 2)))))
+        (local.set $at (i32.shl (local.get $b) (i32.const 3)))
+        (call $store2 (i32.add (local.get $ss) (local.get $at)) (call $half (local.get $dm)))
+        (call $store2 (i32.add (local.get $sm) (local.get $at)) (call $half (i32.shr_u (local.get $dm) (i32.const 16))))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $step))))
+
+  ;; Quants of Q4_0, Q4_1, Q5_0, Q5_1: 16 nibble bytes per block; byte j holds element j (low nibble, group
+  ;; 2b) and j + 16 (high nibble, group 2b + 1). With $qh (the plane of the blocks' qh words, 0 for the
+  ;; 4-bit kinds) bit e of block b's word is the fifth bit (16) of element e: byte e / 8, bit e mod 8.
+  ;; $offset is subtracted from every value (Q4_0 8, Q5_0 16, 0 for the kinds with a min).
+  (func $decode_nibbles (param $w i32) (param $blocks i32) (param $qh i32) (param $offset i32) (param $sq i32)
+    (local $b i32) (local $v v128) (local $lo v128) (local $hi v128) (local $bytes v128) (local $bits v128) (local $off v128)
+    (local.set $off (i8x16.splat (local.get $offset)))
+    (local.set $bits (v128.const i8x16 1 2 4 8 16 32 64 128 1 2 4 8 16 32 64 128))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $v (v128.load (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 4)))))
+        (local.set $lo (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
+        (local.set $hi (i8x16.shr_u (local.get $v) (i32.const 4)))
+        (if (local.get $qh)
+          (then
+            (local.set $bytes (i32x4.splat (i32.load (i32.add (local.get $qh) (i32.shl (local.get $b) (i32.const 2))))))
+            (local.set $lo (v128.or (local.get $lo) (v128.and (i8x16.eq (v128.and (local.get $bits)
+              (i8x16.swizzle (local.get $bytes) (v128.const i8x16 0 0 0 0 0 0 0 0 1 1 1 1 1 1 1 1))) (local.get $bits)) (i8x16.splat (i32.const 0x10)))))
+            (local.set $hi (v128.or (local.get $hi) (v128.and (i8x16.eq (v128.and (local.get $bits)
+              (i8x16.swizzle (local.get $bytes) (v128.const i8x16 2 2 2 2 2 2 2 2 3 3 3 3 3 3 3 3))) (local.get $bits)) (i8x16.splat (i32.const 0x10)))))))
+        (v128.store (i32.add (local.get $sq) (i32.shl (local.get $b) (i32.const 5))) (i8x16.sub (local.get $lo) (local.get $off)))
+        (v128.store offset=16 (i32.add (local.get $sq) (i32.shl (local.get $b) (i32.const 5))) (i8x16.sub (local.get $hi) (local.get $off)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block))))
+
+  ;; Q4_K: 256-element super-blocks of 8 sub-blocks of 32. Byte 32c + l of the 128 quant bytes holds
+  ;; element 64c + l (low nibble, sub-block 2c) and 64c + 32 + l (high nibble, sub-block 2c + 1). Scales
+  ;; at p0 (12 bytes per block), d and dmin at p1 (a word per block). Sub-block s: scale d * sc_s, min
+  ;; -(dmin * m_s) (GGML's products), for its two groups. The 6-bit sc_s and m_s: sub-blocks 0..3 keep
+  ;; theirs in the low 6 bits of scale bytes s and s + 4; 4..7 keep the low 4 bits in byte s + 4 (sc low
+  ;; nibble, m high nibble) and the top 2 bits in the top bits of bytes s - 4 (sc) and s (m).
+  (func $decode_q4_k (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $sq i32) (param $ss i32) (param $sm i32)
+    (local $b i32) (local $s i32) (local $q i32) (local $sc i32) (local $dm i32) (local $d f32) (local $dmin f32)
+    (local $v0 v128) (local $v1 v128) (local $o i32) (local $g i32) (local $scale i32) (local $min i32) (local $hi4 i32) (local $f f32)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
+        (local.set $d (call $half (local.get $dm)))
+        (local.set $dmin (call $half (i32.shr_u (local.get $dm) (i32.const 16))))
+        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12))))
+        ;; Scales and mins of the 8 sub-blocks (groups 16b + 2s and 16b + 2s + 1).
+        (local.set $s (i32.const 0))
+        (block $subsDone
+          (loop $subs
+            (br_if $subsDone (i32.ge_u (local.get $s) (i32.const 8)))
+            (local.set $g (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 4)) (i32.shl (local.get $s) (i32.const 1))) (i32.const 2)))
+            (if (i32.lt_u (local.get $s) (i32.const 4))
+              (then
+                (local.set $scale (i32.and (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 63)))
+                (local.set $min (i32.and (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))) (i32.const 63))))
+              (else
+                (local.set $hi4 (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))))
+                (local.set $scale (i32.or (i32.and (local.get $hi4) (i32.const 15))
+                  (i32.shl (i32.shr_u (i32.load8_u (i32.sub (i32.add (local.get $sc) (local.get $s)) (i32.const 4))) (i32.const 6)) (i32.const 4))))
+                (local.set $min (i32.or (i32.shr_u (local.get $hi4) (i32.const 4))
+                  (i32.shl (i32.shr_u (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 6)) (i32.const 4))))))
+            (local.set $f (f32.mul (local.get $d) (f32.convert_i32_u (local.get $scale))))
+            (f32.store (i32.add (local.get $ss) (local.get $g)) (local.get $f))
+            (f32.store offset=4 (i32.add (local.get $ss) (local.get $g)) (local.get $f))
+            (local.set $f (f32.neg (f32.mul (local.get $dmin) (f32.convert_i32_u (local.get $min)))))
+            (f32.store (i32.add (local.get $sm) (local.get $g)) (local.get $f))
+            (f32.store offset=4 (i32.add (local.get $sm) (local.get $g)) (local.get $f))
+            (local.set $s (i32.add (local.get $s) (i32.const 1)))
+            (br $subs)))
+        ;; Quants: chunk c (32 bytes) gives sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles).
+        (local.set $q (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $o (i32.add (local.get $sq) (i32.shl (local.get $b) (i32.const 8))))
+        (local.set $s (i32.const 0))
+        (block $chunksDone
+          (loop $chunk
+            (br_if $chunksDone (i32.ge_u (local.get $s) (i32.const 4)))
+            (local.set $v0 (v128.load (local.get $q)))
+            (local.set $v1 (v128.load offset=16 (local.get $q)))
+            (v128.store (local.get $o) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+            (v128.store offset=16 (local.get $o) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))
+            (v128.store offset=32 (local.get $o) (i8x16.shr_u (local.get $v0) (i32.const 4)))
+            (v128.store offset=48 (local.get $o) (i8x16.shr_u (local.get $v1) (i32.const 4)))
+            (local.set $q (i32.add (local.get $q) (i32.const 32)))
+            (local.set $o (i32.add (local.get $o) (i32.const 64)))
+            (local.set $s (i32.add (local.get $s) (i32.const 1)))
+            (br $chunk)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block))))
+
+  ;; Q6_K: 256-element super-blocks in two halves of 128. For half h and l in 0..31, with a = ql[64h + l],
+  ;; c = ql[64h + 32 + l], hi = qh[32h + l] and s = 8h + l / 16, elements 128h + l (+32, +64, +96) are the
+  ;; 6-bit values (a low | hi bits 0-1), (c low | hi bits 2-3), (a high | hi bits 4-5), (c high | hi bits
+  ;; 6-7), minus 32, with scale d * scale[s (+2, +4, +6)]: element group (256b + 128h + l) / 16 + 2t uses
+  ;; scale s + 2t. ql: 128 bytes per block; qh at p0 (64 per block); int8 scales at p1 (16 per block); d in
+  ;; the half plane at p2.
+  (func $decode_q6_k (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $sq i32) (param $ss i32)
+    (local $b i32) (local $h i32) (local $l i32) (local $d f32) (local $ql i32) (local $qh i32) (local $sc i32)
+    (local $a v128) (local $c v128) (local $hi v128) (local $o i32) (local $i i32)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $d (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b)))
+        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))
+        ;; The 16 group scales of the block, in group order: group 16b + i uses scale byte i.
+        (local.set $i (i32.const 0))
+        (block $scalesDone
+          (loop $scales
+            (br_if $scalesDone (i32.ge_u (local.get $i) (i32.const 16)))
+            (f32.store (i32.add (local.get $ss) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 4)) (local.get $i)) (i32.const 2)))
+              (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s (i32.add (local.get $sc) (local.get $i))))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $scales)))
+        (local.set $h (i32.const 0))
+        (block $halvesDone
+          (loop $halves
+            (br_if $halvesDone (i32.ge_u (local.get $h) (i32.const 2)))
+            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (local.get $h) (i32.const 6))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6))) (i32.shl (local.get $h) (i32.const 5))))
+            (local.set $l (i32.const 0))
+            (block $lanesDone
+              (loop $lanes
+                (br_if $lanesDone (i32.ge_u (local.get $l) (i32.const 32)))
+                (local.set $a (v128.load (i32.add (local.get $ql) (local.get $l))))
+                (local.set $c (v128.load offset=32 (i32.add (local.get $ql) (local.get $l))))
+                (local.set $hi (v128.load (i32.add (local.get $qh) (local.get $l))))
+                (local.set $o (i32.add (local.get $sq) (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l))))
+                (v128.store (local.get $o)
+                  (i8x16.sub (v128.or (v128.and (local.get $a) (i8x16.splat (i32.const 0x0f)))
+                    (i8x16.shl (v128.and (local.get $hi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
+                (v128.store offset=32 (local.get $o)
+                  (i8x16.sub (v128.or (v128.and (local.get $c) (i8x16.splat (i32.const 0x0f)))
+                    (i8x16.shl (v128.and (local.get $hi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
+                (v128.store offset=64 (local.get $o)
+                  (i8x16.sub (v128.or (i8x16.shr_u (local.get $a) (i32.const 4))
+                    (v128.and (local.get $hi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+                (v128.store offset=96 (local.get $o)
+                  (i8x16.sub (v128.or (i8x16.shr_u (local.get $c) (i32.const 4))
+                    (v128.and (i8x16.shr_u (local.get $hi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+                (local.set $l (i32.add (local.get $l) (i32.const 16)))
+                (br $lanes)))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))
+            (br $halves)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block))))
+
+  ;; Whether a block kind has mins (Q4_K, Q4_1, Q5_1).
+  (func $affine (param $kind i32) (result i32)
+    (i32.or (i32.eq (local.get $kind) (i32.const 5))
+      (i32.or (i32.eq (local.get $kind) (i32.const 7)) (i32.eq (local.get $kind) (i32.const 9)))))
+
+;; Decodes the packed row at $w (k elements of a block kind) into the groups form: scales at $ss, mins
+  ;; at $sm (affine kinds), quants at $sq; returns the address of the quants ($w itself for Q8_0).
+  (func $decode_row (param $kind i32) (param $w i32) (param $k i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
+    (param $sq i32) (param $ss i32) (param $sm i32) (result i32)
+    (local $blocks i32)
+    (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
+    (block $done
+      (block $q5_1
+        (block $q5_0
+          (block $q4_1
+            (block $q6_k
+              (block $q4_k
+                (block $q4_0
+                  (block $q8_0
+                    (br_table $q8_0 $q4_0 $q4_k $q6_k $q4_1 $q5_0 $q5_1 $done (i32.sub (local.get $kind) (i32.const 3))))
+                  (call $half_pairs (i32.add (local.get $w) (local.get $p0)) (local.get $blocks) (local.get $ss))
+                  (return (local.get $w)))
+                (call $half_pairs (i32.add (local.get $w) (local.get $p0)) (local.get $blocks) (local.get $ss))
+                (call $decode_nibbles (local.get $w) (local.get $blocks) (i32.const 0) (i32.const 8) (local.get $sq))
+                (br $done))
+              (call $decode_q4_k (local.get $w) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $sq) (local.get $ss) (local.get $sm))
+              (br $done))
+            (call $decode_q6_k (local.get $w) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2) (local.get $sq) (local.get $ss))
+            (br $done))
+          (call $dm_pairs (i32.add (local.get $w) (local.get $p0)) (local.get $blocks) (local.get $ss) (local.get $sm))
+          (call $decode_nibbles (local.get $w) (local.get $blocks) (i32.const 0) (i32.const 0) (local.get $sq))
+          (br $done))
+        (call $half_pairs (i32.add (local.get $w) (local.get $p1)) (local.get $blocks) (local.get $ss))
+        (call $decode_nibbles (local.get $w) (local.get $blocks) (i32.add (local.get $w) (local.get $p0)) (i32.const 16) (local.get $sq))
+        (br $done))
+      (call $dm_pairs (i32.add (local.get $w) (local.get $p1)) (local.get $blocks) (local.get $ss) (local.get $sm))
+      (call $decode_nibbles (local.get $w) (local.get $blocks) (i32.add (local.get $w) (local.get $p0)) (i32.const 0) (local.get $sq)))
+    (local.get $sq))
+
+  ;; ---- Phase 2: rows of x dotted with the groups ----
+
+  ;; sum over groups g of scale_g * (x_g . q_g) for an even number of groups (two per step, each with its
+  ;; own accumulator): q_g is 16 signed bytes at $q + 16g, made f32 in registers; x_g . q_g is
+  ;; ((x0 q0 + x1 q1) + x2 q2) + x3 q3 over its four vectors.
+  (func $dot_groups (param $x i32) (param $q i32) (param $ss i32) (param $groups i32) (result f32)
+    (local $end i32) (local $v v128) (local $h v128) (local $p v128) (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $q) (i32.shl (local.get $groups) (i32.const 4))))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $q) (local.get $end)))
+        (local.set $v (v128.load (local.get $q)))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=16 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=32 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=48 (local.get $x)))))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (v128.load32_splat (local.get $ss)))))
+        (local.set $v (v128.load offset=16 (local.get $q)))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=64 (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=80 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=96 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=112 (local.get $x)))))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (v128.load32_splat offset=4 (local.get $ss)))))
+        (local.set $q (i32.add (local.get $q) (i32.const 32)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $ss (i32.add (local.get $ss) (i32.const 8)))
+        (br $step)))
+    (call $hsum (f32x4.add (local.get $acc0) (local.get $acc1))))
+
+  ;; sum over groups g of min_g * xsum_g (mins at $sm, the sums of x's groups at $xs), in group order.
+  (func $min_terms (param $sm i32) (param $xs i32) (param $groups i32) (result f32)
+    (local $end i32) (local $s f32)
+    (local.set $end (i32.add (local.get $sm) (i32.shl (local.get $groups) (i32.const 2))))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $sm) (local.get $end)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $sm)) (f32.load (local.get $xs)))))
+        (local.set $sm (i32.add (local.get $sm) (i32.const 4)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+        (br $step)))
+    (local.get $s))
+
+  ;; xs[g] = the sum of x's group g of 16 elements: ((x0 + x1) + (x2 + x3)) over its vectors, then $hsum.
+  (func $group_sums (param $x i32) (param $xs i32) (param $groups i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $xs) (i32.shl (local.get $groups) (i32.const 2))))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $xs) (local.get $end)))
+        (f32.store (local.get $xs) (call $hsum (f32x4.add
+          (f32x4.add (v128.load (local.get $x)) (v128.load offset=16 (local.get $x)))
+          (f32x4.add (v128.load offset=32 (local.get $x)) (v128.load offset=48 (local.get $x))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 64)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+        (br $step))))
+
+  ;; x . w for a row of k halves at $w (F16, or BF16 when $bf), eight per step into two accumulators, the
+  ;; k mod 8 rest in order. F16 steps whose eight halves are all finite take $finite_half4's three
+  ;; operations ($finite_half4's, inline); a step with an infinity or NaN takes the exact general decoder.
+  (func $dot_halves (param $x i32) (param $w i32) (param $k i32) (param $bf i32) (result f32)
+    (local $end8 i32) (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $acc0 v128) (local $acc1 v128)
+    (local $s f32) (local $h i32)
     (local.set $end8 (i32.add (local.get $w) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 1))))
     (local.set $end (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 1))))
     (block $done8
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $w) (local.get $end8)))
         (local.set $v (v128.load (local.get $w)))
-        (local.set $lo (i32x4.extend_low_i16x8_u (local.get $v)))
-        (local.set $hi (i32x4.extend_high_i16x8_u (local.get $v)))
         (if (local.get $bf)
           (then
-            (v128.store (local.get $out) (i32x4.shl (local.get $lo) (i32.const 16)))
-            (v128.store offset=16 (local.get $out) (i32x4.shl (local.get $hi) (i32.const 16))))
+            (local.set $lo (i32x4.shl (i32x4.extend_low_i16x8_u (local.get $v)) (i32.const 16)))
+            (local.set $hi (i32x4.shl (i32x4.extend_high_i16x8_u (local.get $v)) (i32.const 16))))
           (else
-            (v128.store (local.get $out) (call $half4 (local.get $lo)))
-            (v128.store offset=16 (local.get $out) (call $half4 (local.get $hi)))))
+            (if (v128.any_true (i16x8.eq (v128.and (local.get $v) (i16x8.splat (i32.const 0x7c00))) (i16x8.splat (i32.const 0x7c00))))
+              (then
+                (local.set $lo (call $half4 (i32x4.extend_low_i16x8_u (local.get $v))))
+                (local.set $hi (call $half4 (i32x4.extend_high_i16x8_u (local.get $v)))))
+              (else
+                (local.set $lo (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $v)) (i32.const 13))
+                  (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))))
+                (local.set $hi (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $v)) (i32.const 13))
+                  (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))))))))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $lo) (v128.load (local.get $x)))))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $hi) (v128.load offset=16 (local.get $x)))))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
+        (local.set $x (i32.add (local.get $x) (i32.const 32)))
+        (br $step8)))
+    (local.set $s (call $hsum (f32x4.add (local.get $acc0) (local.get $acc1))))
+    (block $done
+      (loop $tail
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $w)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $x))
+          (if (result f32) (local.get $bf)
+            (then (f32.reinterpret_i32 (i32.shl (local.get $h) (i32.const 16))))
+            (else (call $half (local.get $h)))))))
+        (local.set $w (i32.add (local.get $w) (i32.const 2)))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (br $tail)))
+    (local.get $s))
+
+  ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
+  ;; go to wasm/f32.wat's linear_rows). Block kinds: each row of W is decoded once into the groups form
+  ;; in $scratch (K bytes of quants, then K / 16 scales, K / 16 mins, then M * K / 16 sums of x's groups:
+  ;; 3K / 2 + M K / 4 bytes) and dotted with every row of x.
+  (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
+    (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
+    (local $i i32) (local $j i32) (local $kBytes i32) (local $nBytes i32) (local $groups i32) (local $gBytes i32)
+    (local $ss i32) (local $sm i32) (local $xs i32) (local $q i32) (local $affine i32) (local $xi i32) (local $at i32) (local $r f32)
+    (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
+    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
+    (if (i32.le_u (local.get $kind) (i32.const 2))
+      (then
+        (block $hRowsDone
+          (loop $hRows
+            (br_if $hRowsDone (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $i (i32.const 0))
+            (block $hxDone
+              (loop $hxs
+                (br_if $hxDone (i32.ge_u (local.get $i) (local.get $m)))
+                (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+                  (call $dot_halves (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+                    (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $k) (i32.eq (local.get $kind) (i32.const 2))))
+                (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                (br $hxs)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+            (br $hRows)))
+        (return)))
+    (local.set $groups (i32.shr_u (local.get $k) (i32.const 4)))
+    (local.set $gBytes (i32.shl (local.get $groups) (i32.const 2)))
+    (local.set $ss (i32.add (local.get $scratch) (local.get $k)))
+    (local.set $sm (i32.add (local.get $ss) (local.get $gBytes)))
+    (local.set $xs (i32.add (local.get $sm) (local.get $gBytes)))
+    (local.set $affine (call $affine (local.get $kind)))
+    (if (local.get $affine)
+      (then
+        (block $sumsDone
+          (loop $sums
+            (br_if $sumsDone (i32.ge_u (local.get $i) (local.get $m)))
+            (call $group_sums (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+              (i32.add (local.get $xs) (i32.mul (local.get $i) (local.get $gBytes))) (local.get $groups))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $sums)))))
+    (block $rowsDone
+      (loop $rows
+        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $q (call $decode_row (local.get $kind) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $k)
+          (local.get $p0) (local.get $p1) (local.get $p2) (local.get $scratch) (local.get $ss) (local.get $sm)))
+        (local.set $i (i32.const 0))
+        (block $xDone
+          (loop $xRows
+            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+            (local.set $xi (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes))))
+            (local.set $r (call $dot_groups (local.get $xi) (local.get $q) (local.get $ss) (local.get $groups)))
+            (if (local.get $affine)
+              (then (local.set $r (f32.add (local.get $r)
+                (call $min_terms (local.get $sm) (i32.add (local.get $xs) (i32.mul (local.get $i) (local.get $gBytes))) (local.get $groups))))))
+            (local.set $at (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2)))))
+            (f32.store (local.get $at) (local.get $r))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $xRows)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $rows))))
+
+  ;; ---- Dequantization (the tests' view of phase 1) ----
+
+  ;; F16 / BF16 rows: k halves, two per word, eight per step ($bf selects bfloat16: bits << 16), with the
+  ;; decoders $dot_halves uses; the k mod 8 rest one at a time.
+  (func $dequant_halves (param $w i32) (param $out i32) (param $k i32) (param $bf i32)
+    (local $end8 i32) (local $end i32) (local $v v128) (local $h i32)
+    (local.set $end8 (i32.add (local.get $w) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 1))))
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 1))))
+    (block $done8
+      (loop $step8
+        (br_if $done8 (i32.ge_u (local.get $w) (local.get $end8)))
+        (local.set $v (v128.load (local.get $w)))
+        (if (local.get $bf)
+          (then
+            (v128.store (local.get $out) (i32x4.shl (i32x4.extend_low_i16x8_u (local.get $v)) (i32.const 16)))
+            (v128.store offset=16 (local.get $out) (i32x4.shl (i32x4.extend_high_i16x8_u (local.get $v)) (i32.const 16))))
+          (else
+            (if (call $any_special8 (local.get $v))
+              (then
+                (v128.store (local.get $out) (call $half4 (i32x4.extend_low_i16x8_u (local.get $v))))
+                (v128.store offset=16 (local.get $out) (call $half4 (i32x4.extend_high_i16x8_u (local.get $v)))))
+              (else
+                (v128.store (local.get $out) (call $finite_half4 (i32x4.extend_low_i16x8_s (local.get $v))))
+                (v128.store offset=16 (local.get $out) (call $finite_half4 (i32x4.extend_high_i16x8_s (local.get $v))))))))
         (local.set $w (i32.add (local.get $w) (i32.const 16)))
         (local.set $out (i32.add (local.get $out) (i32.const 32)))
         (br $step8)))
@@ -113,232 +521,42 @@
         (local.set $out (i32.add (local.get $out) (i32.const 4)))
         (br $tail))))
 
-  ;; Q8_0: 32 int8 per block (quant plane), d in the half plane at p0.
-  (func $dequant_q8_0 (param $w i32) (param $out i32) (param $blocks i32) (param $p0 i32)
-    (local $b i32) (local $q i32) (local $d v128)
+  ;; Dequantizes one packed row of k elements of `kind` at $w into k floats at $out (F32 rows are copied;
+  ;; block kinds go through the groups form in $scratch, 3K / 2 bytes): q * scale (+ min), GGML's order.
+  (func (export "dequant_row") (param $kind i32) (param $w i32) (param $out i32) (param $k i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
+    (param $scratch i32)
+    (local $q i32) (local $ss i32) (local $sm i32) (local $end i32) (local $v v128) (local $h v128) (local $s v128) (local $mn v128)
+    (local $affine i32)
+    (if (i32.eqz (local.get $kind))
+      (then (memory.copy (local.get $out) (local.get $w) (i32.shl (local.get $k) (i32.const 2))) (return)))
+    (if (i32.le_u (local.get $kind) (i32.const 2))
+      (then (call $dequant_halves (local.get $w) (local.get $out) (local.get $k) (i32.eq (local.get $kind) (i32.const 2))) (return)))
+    (local.set $ss (i32.add (local.get $scratch) (local.get $k)))
+    (local.set $sm (i32.add (local.get $ss) (i32.shr_u (local.get $k) (i32.const 2))))
+    (local.set $affine (call $affine (local.get $kind)))
+    (local.set $q (call $decode_row (local.get $kind) (local.get $w) (local.get $k) (local.get $p0) (local.get $p1) (local.get $p2)
+      (local.get $scratch) (local.get $ss) (local.get $sm)))
+    (local.set $end (i32.add (local.get $q) (local.get $k)))
     (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p0)) (local.get $b))))
-        (local.set $q (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 5))))
-        (call $store16 (v128.load (local.get $q)) (local.get $out) (local.get $d))
-        (call $store16 (v128.load offset=16 (local.get $q)) (i32.add (local.get $out) (i32.const 64)) (local.get $d))
-        (local.set $out (i32.add (local.get $out) (i32.const 128)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
-        (br $block))))
-
-  ;; Q4_0, Q4_1, Q5_0, Q5_1: 16 nibble bytes per block; byte j holds element j (low nibble) and j + 16
-  ;; (high nibble). Q4_0: (q - 8) d, d in the half plane at p0. Q4_1: q d + m, d and m in the word at
-  ;; p0. Q5_0: (q - 16) d with the fifth bits in the qh word at p0, d in the half plane at p1. Q5_1:
-  ;; q d + m, qh at p0, d and m at p1.
-  (func $dequant_nibbles (param $kind i32) (param $w i32) (param $out i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
-    (local $b i32) (local $v v128) (local $lo v128) (local $hi v128) (local $d v128) (local $m v128) (local $dm i32) (local $qh i32)
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $v (v128.load (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 4)))))
-        (local.set $lo (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
-        (local.set $hi (i8x16.shr_u (local.get $v) (i32.const 4)))
-        (block $kinds
-          (block $q5_1
-            (block $q5_0
-              (block $q4_1
-                (block $q4_0
-                  (br_table $q4_0 $q4_1 $q5_0 $q5_1 $kinds
-                    (select (i32.const 0)
-                      (select (i32.const 1) (select (i32.const 2) (i32.const 3) (i32.eq (local.get $kind) (i32.const 8)))
-                        (i32.eq (local.get $kind) (i32.const 7)))
-                      (i32.eq (local.get $kind) (i32.const 4)))))
-                ;; Q4_0
-                (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p0)) (local.get $b))))
-                (call $store16 (i8x16.sub (local.get $lo) (i8x16.splat (i32.const 8))) (local.get $out) (local.get $d))
-                (call $store16 (i8x16.sub (local.get $hi) (i8x16.splat (i32.const 8))) (i32.add (local.get $out) (i32.const 64)) (local.get $d))
-                (br $kinds))
-              ;; Q4_1
-              (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 2)))))
-              (local.set $d (f32x4.splat (call $half (local.get $dm))))
-              (local.set $m (f32x4.splat (call $half (i32.shr_u (local.get $dm) (i32.const 16)))))
-              (call $store16_affine (local.get $lo) (local.get $out) (local.get $d) (local.get $m))
-              (call $store16_affine (local.get $hi) (i32.add (local.get $out) (i32.const 64)) (local.get $d) (local.get $m))
-              (br $kinds))
-            ;; Q5_0
-            (local.set $qh (i32.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 2)))))
-            (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p1)) (local.get $b))))
-            (call $store16 (i8x16.sub (v128.or (local.get $lo) (call $fifth_bits (local.get $qh) (i32.const 0))) (i8x16.splat (i32.const 16)))
-              (local.get $out) (local.get $d))
-            (call $store16 (i8x16.sub (v128.or (local.get $hi) (call $fifth_bits (local.get $qh) (i32.const 1))) (i8x16.splat (i32.const 16)))
-              (i32.add (local.get $out) (i32.const 64)) (local.get $d))
-            (br $kinds))
-          ;; Q5_1
-          (local.set $qh (i32.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 2)))))
-          (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
-          (local.set $d (f32x4.splat (call $half (local.get $dm))))
-          (local.set $m (f32x4.splat (call $half (i32.shr_u (local.get $dm) (i32.const 16)))))
-          (call $store16_affine (v128.or (local.get $lo) (call $fifth_bits (local.get $qh) (i32.const 0))) (local.get $out) (local.get $d) (local.get $m))
-          (call $store16_affine (v128.or (local.get $hi) (call $fifth_bits (local.get $qh) (i32.const 1)))
-            (i32.add (local.get $out) (i32.const 64)) (local.get $d) (local.get $m)))
-        (local.set $out (i32.add (local.get $out) (i32.const 128)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
-        (br $block))))
-
-  ;; Byte $i of the 12 packed Q4_K scale bytes at $sc.
-  (func $byte (param $sc i32) (param $i i32) (result i32)
-    (i32.load8_u (i32.add (local.get $sc) (local.get $i))))
-
-  ;; Q4_K's 6-bit scale (which = 0) or min (which = 1) of sub-block $s (0..7): sub-blocks 0..3 keep theirs
-  ;; in the low 6 bits of bytes s (scale) and s + 4 (min); 4..7 keep the low 4 bits in byte s + 4 (scale
-  ;; low nibble, min high nibble) and the top 2 bits in the top bits of bytes s - 4 (scale) and s (min).
-  (func $q4k_scale_min (param $sc i32) (param $s i32) (param $which i32) (result i32)
-    (if (result i32) (i32.lt_u (local.get $s) (i32.const 4))
-      (then (i32.and (call $byte (local.get $sc) (i32.add (local.get $s) (i32.shl (local.get $which) (i32.const 2)))) (i32.const 63)))
-      (else
-        (i32.or
-          (i32.and (i32.shr_u (call $byte (local.get $sc) (i32.add (local.get $s) (i32.const 4))) (i32.shl (local.get $which) (i32.const 2))) (i32.const 15))
-          (i32.shl (i32.shr_u (call $byte (local.get $sc) (i32.sub (local.get $s) (i32.sub (i32.const 4) (i32.shl (local.get $which) (i32.const 2))))) (i32.const 6))
-            (i32.const 4))))))
-
-  ;; Q4_K: 256-element super-blocks of 8 sub-blocks of 32. Byte 32c + l of the 128 quant bytes holds
-  ;; element 64c + l (low nibble, sub-block 2c) and 64c + 32 + l (high nibble, sub-block 2c + 1). Scales
-  ;; at p0 (12 bytes per block), d and dmin at p1 (a word per block). Value (d sc) q - (dmin m).
-  (func $dequant_q4_k (param $w i32) (param $out i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
-    (local $b i32) (local $c i32) (local $q i32) (local $sc i32) (local $dm i32) (local $d f32) (local $dmin f32)
-    (local $d1 v128) (local $m1 v128) (local $d2 v128) (local $m2 v128) (local $v v128) (local $half i32) (local $o i32)
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
-        (local.set $d (call $half (local.get $dm)))
-        (local.set $dmin (call $half (i32.shr_u (local.get $dm) (i32.const 16))))
-        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12))))
-        (local.set $c (i32.const 0))
-        (block $chunksDone
-          (loop $chunk
-            (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
-            (local.set $d1 (f32x4.splat (f32.mul (local.get $d)
-              (f32.convert_i32_u (call $q4k_scale_min (local.get $sc) (i32.shl (local.get $c) (i32.const 1)) (i32.const 0))))))
-            (local.set $m1 (f32x4.splat (f32.neg (f32.mul (local.get $dmin)
-              (f32.convert_i32_u (call $q4k_scale_min (local.get $sc) (i32.shl (local.get $c) (i32.const 1)) (i32.const 1)))))))
-            (local.set $d2 (f32x4.splat (f32.mul (local.get $d)
-              (f32.convert_i32_u (call $q4k_scale_min (local.get $sc) (i32.add (i32.shl (local.get $c) (i32.const 1)) (i32.const 1)) (i32.const 0))))))
-            (local.set $m2 (f32x4.splat (f32.neg (f32.mul (local.get $dmin)
-              (f32.convert_i32_u (call $q4k_scale_min (local.get $sc) (i32.add (i32.shl (local.get $c) (i32.const 1)) (i32.const 1)) (i32.const 1)))))))
-            (local.set $q (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (local.get $c) (i32.const 5))))
-            (local.set $o (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 8))))
-            (local.set $half (i32.const 0))
-            (block $halvesDone
-              (loop $halves
-                (br_if $halvesDone (i32.ge_u (local.get $half) (i32.const 32)))
-                (local.set $v (v128.load (i32.add (local.get $q) (local.get $half))))
-                (call $store16_affine (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f)))
-                  (i32.add (local.get $o) (i32.shl (local.get $half) (i32.const 2))) (local.get $d1) (local.get $m1))
-                (call $store16_affine (i8x16.shr_u (local.get $v) (i32.const 4))
-                  (i32.add (i32.add (local.get $o) (i32.const 128)) (i32.shl (local.get $half) (i32.const 2))) (local.get $d2) (local.get $m2))
-                (local.set $half (i32.add (local.get $half) (i32.const 16)))
-                (br $halves)))
-            (local.set $c (i32.add (local.get $c) (i32.const 1)))
-            (br $chunk)))
-        (local.set $out (i32.add (local.get $out) (i32.const 1024)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
-        (br $block))))
-
-  ;; Q6_K: 256-element super-blocks in two halves of 128. For half h and l in 0..31, with a = ql[64h + l],
-  ;; c = ql[64h + 32 + l], hi = qh[32h + l] and s = 8h + l / 16, elements 128h + l (+32, +64, +96) are the
-  ;; 6-bit values (a low | hi bits 0-1), (c low | hi bits 2-3), (a high | hi bits 4-5), (c high | hi bits
-  ;; 6-7), minus 32, times d * scale[s (+2, +4, +6)]. ql: 128 bytes per block; qh at p0 (64 per block);
-  ;; int8 scales at p1 (16 per block); d in the half plane at p2.
-  (func $dequant_q6_k (param $w i32) (param $out i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
-    (local $b i32) (local $h i32) (local $l i32) (local $d f32) (local $ql i32) (local $qh i32) (local $sc i32)
-    (local $a v128) (local $c v128) (local $hi v128) (local $s i32) (local $o i32)
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $d (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b)))
-        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))
-        (local.set $h (i32.const 0))
-        (block $halvesDone
-          (loop $halves
-            (br_if $halvesDone (i32.ge_u (local.get $h) (i32.const 2)))
-            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (local.get $h) (i32.const 6))))
-            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6))) (i32.shl (local.get $h) (i32.const 5))))
-            (local.set $l (i32.const 0))
-            (block $lanesDone
-              (loop $lanes
-                (br_if $lanesDone (i32.ge_u (local.get $l) (i32.const 32)))
-                (local.set $a (v128.load (i32.add (local.get $ql) (local.get $l))))
-                (local.set $c (v128.load offset=32 (i32.add (local.get $ql) (local.get $l))))
-                (local.set $hi (v128.load (i32.add (local.get $qh) (local.get $l))))
-                (local.set $s (i32.add (local.get $sc) (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
-                (local.set $o (i32.add (local.get $out) (i32.shl (i32.add (i32.shl (local.get $h) (i32.const 7)) (local.get $l)) (i32.const 2))))
-                (call $store16
-                  (i8x16.sub (v128.or (v128.and (local.get $a) (i8x16.splat (i32.const 0x0f)))
-                    (i8x16.shl (v128.and (local.get $hi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32)))
-                  (local.get $o)
-                  (f32x4.splat (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s (local.get $s))))))
-                (call $store16
-                  (i8x16.sub (v128.or (v128.and (local.get $c) (i8x16.splat (i32.const 0x0f)))
-                    (i8x16.shl (v128.and (local.get $hi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32)))
-                  (i32.add (local.get $o) (i32.const 128))
-                  (f32x4.splat (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=2 (local.get $s))))))
-                (call $store16
-                  (i8x16.sub (v128.or (i8x16.shr_u (local.get $a) (i32.const 4))
-                    (v128.and (local.get $hi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32)))
-                  (i32.add (local.get $o) (i32.const 256))
-                  (f32x4.splat (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=4 (local.get $s))))))
-                (call $store16
-                  (i8x16.sub (v128.or (i8x16.shr_u (local.get $c) (i32.const 4))
-                    (v128.and (i8x16.shr_u (local.get $hi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32)))
-                  (i32.add (local.get $o) (i32.const 384))
-                  (f32x4.splat (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=6 (local.get $s))))))
-                (local.set $l (i32.add (local.get $l) (i32.const 16)))
-                (br $lanes)))
-            (local.set $h (i32.add (local.get $h) (i32.const 1)))
-            (br $halves)))
-        (local.set $out (i32.add (local.get $out) (i32.const 1024)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
-        (br $block))))
-
-  ;; Dequantizes one packed row of k elements of `kind` at $w into k floats at $out (F32 rows are copied).
-  (func $dequant_row (export "dequant_row") (param $kind i32) (param $w i32) (param $out i32) (param $k i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
-    (block $done
-      (block $q6_k
-        (block $q4_k
-          (block $nibbles
-            (block $q8_0
-              (block $halves
-                (block $f32
-                  (br_table $f32 $halves $halves $q8_0 $nibbles $q4_k $q6_k $nibbles $nibbles $nibbles $done (local.get $kind)))
-                (memory.copy (local.get $out) (local.get $w) (i32.shl (local.get $k) (i32.const 2)))
-                (br $done))
-              (call $dequant_halves (local.get $w) (local.get $out) (local.get $k) (i32.eq (local.get $kind) (i32.const 2)))
-              (br $done))
-            (call $dequant_q8_0 (local.get $w) (local.get $out) (i32.shr_u (local.get $k) (i32.const 5)) (local.get $p0))
-            (br $done))
-          (call $dequant_nibbles (local.get $kind) (local.get $w) (local.get $out) (i32.shr_u (local.get $k) (i32.const 5)) (local.get $p0) (local.get $p1))
-          (br $done))
-        (call $dequant_q4_k (local.get $w) (local.get $out) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1))
-        (br $done))
-      (call $dequant_q6_k (local.get $w) (local.get $out) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2))))
-
-  ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes. Each row of W is dequantized
-  ;; once into $scratch (K floats) and dotted with every row of x.
-  (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
-    (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
-    (local $i i32) (local $j i32) (local $kBytes i32) (local $nBytes i32)
-    (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
-    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
-    (block $rowsDone
-      (loop $rows
-        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
-        (call $dequant_row (local.get $kind) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $scratch)
-          (local.get $k) (local.get $p0) (local.get $p1) (local.get $p2))
-        (local.set $i (i32.const 0))
-        (block $xDone
-          (loop $xs
-            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
-            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
-              (call $dot (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes))) (local.get $scratch) (local.get $k)))
-            (local.set $i (i32.add (local.get $i) (i32.const 1)))
-            (br $xs)))
-        (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $rows))))
+      (loop $group
+        (br_if $done (i32.ge_u (local.get $q) (local.get $end)))
+        (local.set $v (v128.load (local.get $q)))
+        (local.set $s (v128.load32_splat (local.get $ss)))
+        (local.set $mn (select (v128.load32_splat (local.get $sm)) (v128.const i32x4 0x80000000 0x80000000 0x80000000 0x80000000) (local.get $affine)))
+        ;; Without a min the product is stored as it is (q * scale + -0 is q * scale, bit for bit).
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store (local.get $out)
+          (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (local.get $s)) (local.get $mn)))
+        (v128.store offset=16 (local.get $out)
+          (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (local.get $s)) (local.get $mn)))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=32 (local.get $out)
+          (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (local.get $s)) (local.get $mn)))
+        (v128.store offset=48 (local.get $out)
+          (f32x4.add (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (local.get $s)) (local.get $mn)))
+        (local.set $q (i32.add (local.get $q) (i32.const 16)))
+        (local.set $ss (i32.add (local.get $ss) (i32.const 4)))
+        (local.set $sm (i32.add (local.get $sm) (i32.const 4)))
+        (local.set $out (i32.add (local.get $out) (i32.const 64)))
+        (br $group))))
 )

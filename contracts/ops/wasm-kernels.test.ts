@@ -8,9 +8,11 @@
 //     multiple of the vector width (tails), within a tolerance stated per op: the kernels accumulate in
 //     f32 lanes where the twins accumulate in f64, so dot-shaped ops are bounded by 2e-5 · sum|x·w|
 //     (the bound the GPU suites use), elementwise ops by a few f32 ulps, `add` is exact;
-//   - the packed-weight dequantizer of every lowering kind equals decodePackedRow bit for bit (f16 scales
-//     and values include subnormals, infinities, NaN and -0), so every difference in qmatmul is the
-//     accumulation order only;
+//   - the packed-weight dequantizer of every lowering kind (the groups form qmatmul decodes each weight row
+//     into, expanded) equals decodePackedRow bit for bit (f16 scales and values include subnormals,
+//     infinities, NaN and -0), so every difference in qmatmul is the order of its f32 operations (lanes,
+//     and each group's scale applied to its dot product) only;
+//   - row i of an M-row qmatmul equals the same row run alone, bit for bit, for every kind;
 //   - read-only operands come back unchanged, canaries intact.
 import { describe, expect, it } from 'vitest';
 import { LOWERING_KINDS } from '../../src/model/index.js';
@@ -35,6 +37,7 @@ import {
 import type { OpDef, PackedKind } from '../../src/submit/ops/index.js';
 import { PACKED_KIND_ID } from '../../src/submit/ops/qunit.js';
 import { wasmKernelsFor } from '../../src/submit/wasm/kernels.js';
+import { groupsScratchBytes } from '../../src/submit/wasm/ops.js';
 import { fc, fcParams } from '../support/fc.js';
 import { runHostOp } from '../support/run-host.js';
 import type { HostOperand } from '../support/run-host.js';
@@ -256,6 +259,27 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
       );
     });
   }
+
+  it('[OPS-wasm-qmatmul] every kind: row i of an M-row qmatmul equals the same row run alone, bit for bit (one decoded weight row serves all M)', async () => {
+    for (const kind of PACKED_KINDS) {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 2, max: 5 }), size(9), fc.integer({ min: 1, max: GGUF_BLOCK[kind][0] === 256 ? 2 : 4 }), arb.seed(), async (m, n, blocks, seed) => {
+          const k = GGUF_BLOCK[kind][0] === 1 ? 32 * blocks + 3 : GGUF_BLOCK[kind][0] * blocks;
+          const x = randomF32(seed, m * k);
+          const packed = LOWERING_KINDS[kind].repack(randomGgufRows(kind, n, k, seed + 1), k);
+          const layout = packedRowLayout(kind, k);
+          const w: HostOperand = kind === 'F32' ? f32([n, k], new Float32Array(packed.buffer)) : { dtype: 'u32', shape: [n, layout.rowWords], data: packed };
+          const all = await runHostOp(runtime, QMATMUL[kind].plain, [f32([m, k], x), w, f32([m, n], new Float32Array(m * n))], { m, n, k });
+          expect(all.wasm).toBe(1);
+          for (let i = 0; i < m; i++) {
+            const one = await runHostOp(runtime, QMATMUL[kind].plain, [f32([1, k], x.slice(i * k, (i + 1) * k)), w, f32([1, n], new Float32Array(n))], { m: 1, n, k });
+            expect(Array.from(one.arrays[2]!), `${kind} ${m}x${n}x${k} row ${i}`).toEqual(Array.from(all.arrays[2]!.subarray(i * n, (i + 1) * n)));
+          }
+        }),
+        fcParams(4),
+      );
+    }
+  });
 });
 
 /** f16 bit patterns every decoder must get right: zeros, subnormals, the largest values, infinities, NaN. */
@@ -271,14 +295,17 @@ describe('WebAssembly dequantization of packed rows', () => {
     const layout = packedRowLayout(kind, k);
     const w = memory.allocate(packed.byteLength, 'test');
     const out = memory.allocate(n * k * 4, 'test');
+    const scratchBytes = groupsScratchBytes(0, k);
+    const scratch = memory.allocate(scratchBytes, 'test');
     try {
       new Uint32Array(memory.buffer, w, packed.length).set(packed);
       const [p0, p1, p2] = layout.planes;
       for (let j = 0; j < n; j++) {
-        kernels.quant.dequant_row(PACKED_KIND_ID[kind], w + j * layout.rowWords * 4, out + j * k * 4, k, p0 * 4, p1 * 4, p2 * 4);
+        kernels.quant.dequant_row(PACKED_KIND_ID[kind], w + j * layout.rowWords * 4, out + j * k * 4, k, p0 * 4, p1 * 4, p2 * 4, scratch);
       }
       return new Float32Array(memory.buffer, out, n * k).slice();
     } finally {
+      memory.free(scratch, scratchBytes);
       memory.free(out, n * k * 4);
       memory.free(w, packed.byteLength);
     }

@@ -3,7 +3,7 @@
 // bundles, and the kernel interface ops implement.
 export { Runtime, ExecutionHandle, ChainHandle, createRuntime } from './runtime.js';
 export type { LossOptions, LossPoint, RuntimeFaults, RuntimeOptions, RuntimeStats, ScopedOutcome, ScopedOutput, SubmitOptions } from './runtime.js';
-export type { HostKernelChoice, HostKernelKind, HostKernelStats } from './wasm/executor.js';
+export type { HostKernelChoice, HostKernelCount, HostKernelKind, HostKernelStats } from './wasm/executor.js';
 export { hostKernelFaults, wasmKernelsAvailable } from './wasm/kernels.js';
 export { Bundle, SubmitRejected } from './outcome.js';
 export type { ChainOutcome, Outcome, Readback, UnprovenDiagnostics } from './outcome.js';

@@ -4,7 +4,7 @@
 //   - `scalar`: every op runs its host() (the reference): engines without WebAssembly SIMD, providers
 //     whose roots are separate buffers, and runtimes made with `hostKernels: 'scalar'`.
 // A dispatch whose operands are not all in the provider's memory (arrays from elsewhere) takes the scalar
-// path too; `stats()` counts both paths, so tests can prove which one ran.
+// path too; `stats()` counts both paths, in total and per op name, so tests can prove which one ran.
 // Before a host run the executor reserves the largest scratch any of its dispatches needs: reserving can
 // grow the memory, so it happens before any typed array of the run is taken. Thread: the runtime's.
 import { TenonError } from '../../errors.js';
@@ -19,12 +19,20 @@ export type HostKernelChoice = 'auto' | 'wasm' | 'scalar';
 /** What runs. */
 export type HostKernelKind = 'wasm-simd' | 'scalar';
 
+/** Dispatches of one op (by its name) on each path. */
+export interface HostKernelCount {
+  readonly wasm: number;
+  readonly scalar: number;
+}
+
 export interface HostKernelStats {
   readonly kind: HostKernelKind;
   /** Dispatches that ran a WebAssembly kernel. */
   readonly wasmDispatches: number;
   /** Dispatches that ran a scalar host() twin. */
   readonly scalarDispatches: number;
+  /** The same two counts per op name (ops that ran at least once), so a test can name the op it expects. */
+  readonly byKernel: Readonly<Record<string, HostKernelCount>>;
 }
 
 /** One dispatch as the executor sees it. */
@@ -40,6 +48,8 @@ export class HostExecutor {
   #scratch = 0;
   #wasm = 0;
   #scalar = 0;
+  /** Per op name: [wasm, scalar] dispatches. */
+  readonly #byKernel = new Map<string, [number, number]>();
 
   constructor(provider: HostProvider, choice: HostKernelChoice = 'auto') {
     const op = 'createRuntime';
@@ -58,7 +68,18 @@ export class HostExecutor {
   }
 
   stats(): HostKernelStats {
-    return { kind: this.kind, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar };
+    const byKernel: Record<string, HostKernelCount> = {};
+    for (const [name, [wasm, scalar]] of this.#byKernel) byKernel[name] = { wasm, scalar };
+    return { kind: this.kind, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar, byKernel };
+  }
+
+  #count(kernel: AnyOpDef, path: 0 | 1): void {
+    let counts = this.#byKernel.get(kernel.name);
+    if (counts === undefined) {
+      counts = [0, 0];
+      this.#byKernel.set(kernel.name, counts);
+    }
+    counts[path]++;
   }
 
   /** Reserves the scratch the WebAssembly kernels of `dispatches` need; call before taking any array. */
@@ -88,10 +109,12 @@ export class HostExecutor {
       if (inMemory) {
         impl.run(kernels!, params, arrays.map((a) => a.byteOffset), this.#scratch);
         this.#wasm++;
+        this.#count(kernel, 0);
         return;
       }
     }
     kernel.host(params, arrays as never);
     this.#scalar++;
+    this.#count(kernel, 1);
   }
 }

@@ -31,7 +31,8 @@ export interface F32Exports {
 /** Exports of wasm/quant.wat. */
 export interface QuantExports {
   qmatmul(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;
-  dequant_row(kind: number, w: number, out: number, k: number, p0: number, p1: number, p2: number): void;
+  /** `scratch`: groupsScratchBytes(0, k) bytes (src/submit/wasm/ops.ts) for the block kinds. */
+  dequant_row(kind: number, w: number, out: number, k: number, p0: number, p1: number, p2: number, scratch: number): void;
 }
 
 /** The kernels over one host memory. */

@@ -12,7 +12,7 @@ import { matmulBatched } from '../ops/matmul-batched.js';
 import { matmulNT } from '../ops/matmul-nt.js';
 import { QMATMUL } from '../ops/qmatmul.js';
 import type { QMatmulParams } from '../ops/qmatmul.js';
-import { PACKED_KINDS, packedRowLayout } from '../ops/qmatmul-layout.js';
+import { PACKED_BLOCK, PACKED_KINDS, packedRowLayout } from '../ops/qmatmul-layout.js';
 import type { PackedKind } from '../ops/qmatmul-layout.js';
 import { PACKED_KIND_ID } from '../ops/qunit.js';
 import { rmsnorm } from '../ops/rmsnorm.js';
@@ -73,14 +73,26 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
   }
 }
 
+/** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
+const GROUP = 16;
+
+/**
+ * Scratch of wasm/quant.wat's qmatmul for a block kind: one decoded row (K quant bytes, a scale and a
+ * min per group) and the sums of x's groups (one per group per row of x).
+ */
+export function groupsScratchBytes(m: number, k: number): number {
+  const groups = k / GROUP;
+  return k + 2 * groups * F32_BYTES + m * groups * F32_BYTES;
+}
+
 function qmatmulEntry(kind: PackedKind): WasmOp<QMatmulParams> {
   const id = PACKED_KIND_ID[kind];
   return {
-    scratchBytes: (p) => (kind === 'F32' ? 0 : p.k * F32_BYTES),
+    scratchBytes: (p) => (PACKED_BLOCK[kind] === 1 ? 0 : groupsScratchBytes(p.m, p.k)),
     run(k, p, [x, w, out], scratch) {
       const layout = packedRowLayout(kind, p.k);
       const rowBytes = layout.rowWords * F32_BYTES;
-      // F32 rows need no dequantization: four rows at a time share each load of x.
+      // F32 rows need no decoding: four rows at a time share each load of x.
       if (kind === 'F32') k.f32.linear_rows(x!, w!, out!, p.m, p.n, p.k, rowBytes);
       else {
         const [p0, p1, p2] = layout.planes;
