@@ -23,9 +23,14 @@
 // seconds each (tiny-qwen2: ~15 s per step under load), so WebGPU's quantized cases run the batched pass
 // only (qmatmul's one-row path is checked by its own op suites). Loaded models are shared by the
 // provider cases of the file.
+// Host rows run with the WebAssembly SIMD kernels (issue 12, acceptance 2): the runtime is made with
+// hostKernels 'wasm' (refused where the engine lacks them), and every host test checks the runtime's
+// per-op counters: each op with a WebAssembly kernel ran there every time (no scalar fallback), and the
+// model's matrix products (matmul_nt or a qmatmul kind) and attention were among them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlamaForward, TextSession, createRuntime, loadModel, parseLlamaModel, parseTokenizer } from '../../src/index.js';
-import type { HostProvider, LoadedModel, Runtime, WebGPUProvider } from '../../src/index.js';
+import type { HostKernelStats, HostProvider, LoadedModel, Runtime, WebGPUProvider } from '../../src/index.js';
+import { WASM_OPS } from '../../src/submit/wasm/ops.js';
 import { GGUF_FIXTURE_NAMES, readGgufFixture, readGgufReference } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
 import { readModelFixture } from '../support/models.js';
@@ -92,6 +97,23 @@ function worstOf(row: Float32Array, step: Step): number {
   return worst;
 }
 
+/** Names of the ops that have a WebAssembly kernel. */
+const WASM_OP_NAMES = new Set([...WASM_OPS.keys()].map((op) => op.name));
+
+/** Host runs between two readings of runtime.hostKernels(): every op with a WebAssembly kernel ran only there. */
+function expectWasmKernelsRan(before: HostKernelStats, after: HostKernelStats, label: string): void {
+  expect(after.kind, label).toBe('wasm-simd');
+  const ran: string[] = [];
+  for (const [name, count] of Object.entries(after.byKernel)) {
+    const wasm = count.wasm - (before.byKernel[name]?.wasm ?? 0);
+    const scalar = count.scalar - (before.byKernel[name]?.scalar ?? 0);
+    if (WASM_OP_NAMES.has(name)) expect(scalar, `${label}: ${name} fell back to its scalar twin`).toBe(0);
+    if (wasm > 0) ran.push(name);
+  }
+  expect(ran, `${label}: ops that ran WebAssembly kernels`).toContain('attention');
+  expect(ran.some((name) => name === 'matmul_nt' || name.startsWith('qmatmul_')), `${label}: matrix products on WebAssembly (${ran.join(', ')})`).toBe(true);
+}
+
 /** Measured figures, printed once per provider (the report quotes them). */
 const measured: string[] = [];
 
@@ -101,7 +123,7 @@ for (const pc of providerCases()) {
     let runtime: Runtime;
     beforeAll(async () => {
       provider = await pc.make();
-      runtime = createRuntime(provider);
+      runtime = createRuntime(provider, pc.kind === 'host' ? { hostKernels: 'wasm' } : {});
     });
     afterAll(() => {
       if (measured.length > 0) console.info(measured.splice(0).join('\n'));
@@ -113,6 +135,7 @@ for (const pc of providerCases()) {
       const timeout = pc.kind === 'host' ? HOST_TIMEOUT : name.startsWith('tiny-qwen2') ? WEBGPU_LARGE_VOCAB_TIMEOUT : WEBGPU_TIMEOUT;
       it.skipIf(absent)(`[TS-gguf-logits][TS-gguf-greedy] ${name}: teacher-forced logits within ${LOGIT_TOLERANCE} of exact numpy, argmax = llama.cpp where its gap > ${GREEDY_GAP}`, async () => {
         const m = await model(name);
+        const kernelsBefore = runtime.hostKernels();
         const exactCases = exact![name];
         const greedyCases = greedy![name];
         expect(exactCases.length).toBe(2);
@@ -175,6 +198,7 @@ for (const pc of providerCases()) {
         // held to exact numpy instead are the documented ones.
         expect(oracleSteps).toBeGreaterThan(40);
         expect(flips).toEqual(LLAMACPP_ROUTING_FLIPS.filter(([file]) => file === name));
+        if (pc.kind === 'host') expectWasmKernelsRan(kernelsBefore!, runtime.hostKernels()!, `${pc.name} ${name}`);
         measured.push(`${pc.name} ${name}: max |logit - exact| batched ${worstBatched.toExponential(2)}, decode ${decodePath ? worstDecode.toExponential(2) : 'not run'}; ${oracleSteps} greedy steps checked`);
       }, timeout);
     }
@@ -183,6 +207,7 @@ for (const pc of providerCases()) {
       '[TS-gguf-stories-equal] stories260K-f32.gguf and stories260K.bin + tok512.bin: bit-identical logits and the same greedy ids as llama2.c',
       async () => {
         const gguf = await model('stories260K-f32.gguf');
+        const kernelsBefore = runtime.hostKernels();
         const file = parseLlamaModel(stories!);
         const tokenizer = parseTokenizer(tok512!, file.config.vocabSize);
         const fromBin = await TextSession.create({ runtime, model: file, tokenizer, maxSeq: 64, maxBatch: 16 });
@@ -206,6 +231,7 @@ for (const pc of providerCases()) {
           expect(await ids(fromGguf)).toEqual(binIds);
           expect(binIds.slice(0, KNOWN_CONTINUATION.length)).toEqual(KNOWN_CONTINUATION);
           expect(Array.from(await fromGguf.exportState(fromGguf.length))).toEqual(Array.from(await fromBin.exportState(fromBin.length)));
+          if (pc.kind === 'host') expectWasmKernelsRan(kernelsBefore!, runtime.hostKernels()!, `${pc.name} stories260K`);
         } finally {
           fromBin.dispose();
           fromGguf.dispose();
