@@ -23,7 +23,7 @@ export { DECODE_MODES, LlamaForward } from './llama.js';
 export type { ChainedStep, DecodeMode, LlamaForwardOptions, RunOptions, StepInput, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
 export type { DeviceChoice, SamplerOptions } from './sampler.js';
-export { STEP_PHASES, StepError, TextSession } from './session.js';
+export { DEFAULT_STEPS_AHEAD, STEPS_AHEAD_LIMIT, STEP_PHASES, StepError, TextSession } from './session.js';
 export { PROMPT_CACHE_FORMAT, PROMPT_CACHE_MAGIC, PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 export type { PromptCacheExpectation, PromptCacheManifest } from './prompt-cache.js';
 export type {

@@ -50,6 +50,7 @@
 import { TenonError, isTenonError } from '../errors.js';
 import { readBlob, sha256Hex, writeBlob } from '../dataplane/index.js';
 import type { Session as PlaneSession } from '../dataplane/index.js';
+import { READBACK_POOL_LIMIT } from '../submit/index.js';
 import type { Readback, Runtime } from '../submit/index.js';
 import { modelFromLlamaFile, renderChat } from '../model/index.js';
 import type { ChatInput, ChatMessage, LoadedModel, LoweringKindName, ModelIdentity } from '../model/index.js';
@@ -174,6 +175,12 @@ export interface GenerateOptions extends SamplerOptions {
   readonly signal?: AbortSignal;
   /** Prompt-lookup speculative decoding (greedy only): draft up to `lookahead` tokens from n-gram matches. */
   readonly speculative?: { readonly lookahead?: number; readonly ngram?: number };
+  /**
+   * Pipelined greedy generation (chained mode, no observers): decode steps kept submitted ahead of the one
+   * whose token is being read back (default DEFAULT_STEPS_AHEAD, at most STEPS_AHEAD_LIMIT; 0 submits
+   * each step only after the previous one's token arrived). Work ahead of a stop token is discarded.
+   */
+  readonly stepsAhead?: number;
 }
 
 export interface GeneratedToken {
@@ -245,6 +252,14 @@ export interface PredictionLane {
 }
 
 const DEFAULT_MAX_TOKENS = 64;
+/**
+ * Decode steps a pipelined generation keeps in flight ahead of the one being read: enough to cover the
+ * round trip of a readback (map latency and thread hand-offs) with GPU work; each one is a step wasted
+ * when a stop token turns up.
+ */
+export const DEFAULT_STEPS_AHEAD = 3;
+/** Each step in flight holds one pooled readback staging buffer until its map ends (READBACK_POOL_LIMIT). */
+export const STEPS_AHEAD_LIMIT = READBACK_POOL_LIMIT - 1;
 const DEFAULT_LOOKAHEAD = 4;
 const DEFAULT_NGRAM = 2;
 const BOS = 1;
@@ -252,15 +267,14 @@ const BOS = 1;
 const CORRUPT_BIT = 0x01;
 
 /**
- * A decode step submitted ahead of its transaction by a pipelined generation (`owner`): it decodes the
- * token the previous step chose on the device, at `position`, and owns its rows until its transaction
- * adopts it or it is discarded.
+ * Decode steps a pipelined generation (`owner`) submitted ahead of their transactions, in chain order:
+ * `steps[i]` decodes, at `position + i`, the token its predecessor chose on the device. They own those
+ * rows until their transactions adopt them (first to last) or they are discarded.
  */
 interface Ahead {
   readonly owner: object;
-  readonly position: number;
-  readonly rows: number;
-  readonly step: ChainedStep;
+  position: number;
+  readonly steps: ChainedStep[];
 }
 
 const NO_LOGITS = new Float32Array(0);
@@ -663,6 +677,10 @@ export class TextSession {
     if (speculative !== undefined && sampler.temperature !== 0) {
       throw new TenonError('EINVAL', 'speculative decoding is greedy only', { op, reason: 'speculative-needs-greedy' });
     }
+    const stepsAhead = options.stepsAhead ?? DEFAULT_STEPS_AHEAD;
+    if (!Number.isSafeInteger(stepsAhead) || stepsAhead < 0 || stepsAhead > STEPS_AHEAD_LIMIT) {
+      throw new TenonError('EINVAL', `stepsAhead must be an integer in 0..${STEPS_AHEAD_LIMIT}`, { op, reason: 'bad-steps-ahead' });
+    }
     // Greedy choices without observers are made on the device, so the steps can be pipelined.
     const observer = this.#observer;
     const pipelined = this.#forward.mode === 'chained' && sampler.deviceChoice()?.kind === 'argmax' && speculative === undefined && observer?.logits === undefined && observer?.layer === undefined;
@@ -672,7 +690,7 @@ export class TextSession {
     if (shared < this.length) await this.#truncate(op, shared);
     const text = this.tokenizer.textStream({ prev: ids[ids.length - 1]! });
     if (pipelined) {
-      yield* this.#generatePipelined(op, ids.slice(shared), { maxTokens, stop, signal, text });
+      yield* this.#generatePipelined(op, ids.slice(shared), { maxTokens, depth: stepsAhead, stop, signal, text });
       return;
     }
     let report = await this.prefill(ids.slice(shared));
@@ -713,17 +731,19 @@ export class TextSession {
   async *#generatePipelined(
     op: string,
     prompt: readonly number[],
-    run: { readonly maxTokens: number; readonly stop: ReadonlySet<number>; readonly signal: AbortSignal | undefined; readonly text: { push(token: number): string } },
+    run: { readonly maxTokens: number; readonly depth: number; readonly stop: ReadonlySet<number>; readonly signal: AbortSignal | undefined; readonly text: { push(token: number): string } },
   ): AsyncGenerator<GeneratedToken, void, undefined> {
     const owner = {};
-    const { maxTokens, stop, signal, text } = run;
+    const { maxTokens, stop, signal, text, depth } = run;
+    // Decode i (0-based) runs once token i is known; steps ahead cover decodes up to i + depth, never past maxTokens.
+    const aheadAfter = (decoded: number): number => Math.max(0, Math.min(depth, maxTokens - decoded));
     try {
-      let next = (await this.#pipelinedStep('session.prefill', prompt, owner, maxTokens > 0)).argmax;
+      let next = (await this.#pipelinedStep('session.prefill', prompt, owner, aheadAfter(0))).argmax;
       let produced = 0;
       while (produced < maxTokens) {
         if (signal?.aborted) throw new TenonError('ECANCELED', 'generation aborted', { op, cause: signal.reason });
         if (stop.has(next)) return;
-        const report = await this.#pipelinedStep('session.decode', [next], owner, produced + 1 < maxTokens);
+        const report = await this.#pipelinedStep('session.decode', [next], owner, aheadAfter(produced + 1));
         produced++;
         yield { token: next, text: text.push(next), position: this.length - 1 };
         next = report.argmax;
@@ -858,7 +878,7 @@ export class TextSession {
     if (ahead === undefined || ahead.owner === keep) return;
     this.#ahead = undefined;
     const failure = await this.#forward.reclaim();
-    await this.#rewrite(op, () => this.#zeroRows(ahead.position, ahead.position + ahead.rows));
+    await this.#rewrite(op, () => this.#zeroRows(ahead.position, ahead.position + ahead.steps.length));
     if (failure !== undefined) throw failure;
   }
 
@@ -1041,7 +1061,7 @@ export class TextSession {
           this.#fenced = isTenonError(err) ? err : new TenonError('EIO', String(err), { op });
           throw new StepError(err, phase, epoch, 'indeterminate');
         }
-        const end = Math.max(start + plan.rows, ahead === undefined ? 0 : ahead.position + ahead.rows);
+        const end = Math.max(start + plan.rows, ahead === undefined ? 0 : ahead.position + ahead.steps.length);
         try {
           await this.#rewrite(op, () => this.#zeroRows(start, end));
         } catch {
@@ -1055,11 +1075,11 @@ export class TextSession {
   }
 
   /**
-   * One transaction of a pipelined greedy generation (`owner`): runs `tokens` (adopting the step `owner`
-   * submitted ahead for them, or submitting them now) and, with `ahead`, submits the next decode step
-   * (whose token is this step's choice, read on the device) before waiting for this step's proof.
+   * One transaction of a pipelined greedy generation (`owner`): runs `tokens` (adopting the first step
+   * `owner` submitted ahead, which decodes them, or submitting them now), then tops the steps ahead up to
+   * `ahead` (each decodes its predecessor's choice, read on the device) before it waits for its own proof.
    */
-  #pipelinedStep(op: string, tokens: readonly number[], owner: object, ahead: boolean): Promise<StepReport> {
+  #pipelinedStep(op: string, tokens: readonly number[], owner: object, ahead: number): Promise<StepReport> {
     const forward = this.#forward;
     return this.#transact(
       op,
@@ -1068,16 +1088,26 @@ export class TextSession {
         rows: tokens.length,
         commit: { kind: 'all' },
         execute: async (start) => {
-          const mine = this.#ahead;
+          let queue = this.#ahead;
           let step: ChainedStep;
-          if (mine !== undefined && mine.owner === owner) {
-            this.#ahead = undefined;
-            step = mine.step;
+          if (queue !== undefined && queue.owner === owner && queue.steps.length > 0) {
+            step = queue.steps.shift()!;
+            queue.position++;
           } else {
             step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: true });
           }
-          const next = start + tokens.length;
-          if (ahead && next < this.maxSeq) this.#ahead = { owner, position: next, rows: 1, step: await forward.enqueue({ kind: 'device' }, next, { readback: true }) };
+          queue ??= this.#ahead = { owner, position: start + tokens.length, steps: [] };
+          while (queue.steps.length < ahead && queue.position + queue.steps.length < this.maxSeq) {
+            try {
+              queue.steps.push(await forward.enqueue({ kind: 'device' }, queue.position + queue.steps.length, { readback: true }));
+            } catch (err) {
+              // Steps ahead are optional: with every readback buffer in flight (other work on this runtime)
+              // the pipeline is simply shallower this time.
+              if (isTenonError(err) && err.reason === 'readback-pool-exhausted') break;
+              throw err;
+            }
+          }
+          if (queue.steps.length === 0) this.#ahead = undefined;
           return chosenOnly(await forward.settle(step), tokens);
         },
       },
