@@ -23,7 +23,7 @@ import {
   sha256Hex,
   writeStream,
 } from 'tenon';
-import type { ByteSource, Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
+import type { ByteSource, Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Runtime, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
 import type {
   ChatArgs,
   ChatResult,
@@ -59,6 +59,8 @@ let modelFile: Descriptor | undefined;
 /** Reads of the current model's blob (every range the model layer asked for). */
 let modelReads = { count: 0, bytes: 0, largest: 0 };
 let provider: Provider | undefined;
+/** The runtime over `provider` (on the host provider: WebAssembly SIMD kernels where the engine has them). */
+let runtime: Runtime | undefined;
 let session: TextSession | undefined;
 let modelId = '';
 let choice: LoadArgs['provider'] = 'auto';
@@ -157,7 +159,13 @@ function memory(): MemoryReport | undefined {
     retainedAfterLoss: lostRetained + (lostNow ? c.rootsRetainedForever : 0),
     length: r.length,
     maxSeq: r.maxSeq,
+    ...hostKernels(),
   };
+}
+
+function hostKernels(): Pick<MemoryReport, 'hostKernels'> {
+  const k = runtime?.hostKernels();
+  return k === undefined ? {} : { hostKernels: { kind: k.kind, wasmDispatches: k.wasmDispatches, scalarDispatches: k.scalarDispatches } };
 }
 
 /** Ends the current session and provider (a lost device's retained roots are counted, never freed). */
@@ -166,6 +174,7 @@ function retire(): void {
   const old = provider;
   session = undefined;
   provider = undefined;
+  runtime = undefined;
   try {
     oldSession?.dispose();
   } catch {
@@ -184,7 +193,8 @@ async function start(): Promise<LoadResult> {
   provider = made.provider;
   const maxSeq = Math.min(m.config.contextLength, MAX_SEQ);
   const onProgress = (p: MaterializeProgress): void => post({ event: 'progress', file: 'model', loaded: p.bytesDone, total: p.bytesTotal });
-  session = await TextSession.create({ runtime: createRuntime(provider), model: m, maxSeq, observer, onProgress });
+  runtime = createRuntime(provider);
+  session = await TextSession.create({ runtime, model: m, maxSeq, observer, onProgress });
   modelId = (await session.identity()).modelId;
   const c = m.config;
   let adapter: LoadResult['adapter'];

@@ -218,8 +218,18 @@ function showMemory(m: MemoryReport | undefined): void {
     ['activations', fmtBytes(m.activationBytes)],
     ['live roots', `${m.liveRoots} (${fmtBytes(m.liveBytes)})`],
     ['retained after loss', `${m.retainedAfterLoss} roots`],
+    ...(m.hostKernels === undefined
+      ? []
+      : [['host kernels', `${m.hostKernels.kind} (${m.hostKernels.wasmDispatches} WebAssembly, ${m.hostKernels.scalarDispatches} scalar dispatches)`] as [string, string]]),
   ]);
   $('memory').dataset['liveRoots'] = String(m.liveRoots);
+  if (m.hostKernels === undefined) {
+    delete $('memory').dataset['hostKernels'];
+    delete $('memory').dataset['wasmDispatches'];
+  } else {
+    $('memory').dataset['hostKernels'] = m.hostKernels.kind;
+    $('memory').dataset['wasmDispatches'] = String(m.hostKernels.wasmDispatches);
+  }
   $('memory').dataset['retainedAfterLoss'] = String(m.retainedAfterLoss);
   const body = $('weight-kinds');
   body.replaceChildren();

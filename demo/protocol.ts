@@ -132,6 +132,8 @@ export interface MemoryReport {
   readonly retainedAfterLoss: number;
   readonly length: number;
   readonly maxSeq: number;
+  /** Host provider only: which kernels its runtime runs and how many dispatches took each path so far. */
+  readonly hostKernels?: { readonly kind: string; readonly wasmDispatches: number; readonly scalarDispatches: number };
 }
 
 /** Test seam: makes the reply choose `token` at its n-th step (1-based) through the session's logits observer. */
