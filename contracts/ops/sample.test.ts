@@ -152,7 +152,7 @@ function expectDistribution(ids: readonly number[], probs: readonly number[], la
 
 const VOCAB = [2.0, 1.6, 1.1, 0.5, -0.3, -1.2];
 const DRAWS = 4000;
-const DEVICE_DRAWS = 200;
+const DEVICE_DRAWS = 150;
 const DISTRIBUTIONS: readonly { readonly name: string; readonly options: Omit<SampleOptions, 'seed' | 'step'> }[] = [
   { name: 'T 0.7, top-p 0.8', options: { temperature: 0.7, topP: 0.8 } },
   { name: 'T 0.7, top-k 4', options: { temperature: 0.7, topK: 4 } },
@@ -231,6 +231,25 @@ describe('sample: counter-based draws, host twin and device', () => {
       ),
       fcParams(20),
     );
+  });
+
+  it('[OPS-sample] the kept set is exact: top-k keeps the k most likely and the k-th\'s ties, top-p the smallest set passing the mass', async () => {
+    // A high temperature makes the kept tokens nearly equally likely, so 48 draws show every one of them.
+    const rows = 48;
+    const cases: readonly { readonly logits: readonly number[]; readonly options: Omit<SampleOptions, 'seed' | 'step'>; readonly kept: readonly number[] }[] = [
+      { logits: [7, 6, 5, 4, 3, 2, 1, 0], options: { temperature: 50, topK: 3 }, kept: [0, 1, 2] },
+      { logits: [5, 4, 4, 4, 3, 2, 1, 0], options: { temperature: 50, topK: 2 }, kept: [0, 1, 2, 3] },
+      // probabilities about 0.134, 0.131, 0.128, ...: two pass 0.26, three 0.39 > 0.3
+      { logits: [7, 6, 5, 4, 3, 2, 1, 0], options: { temperature: 50, topP: 0.3 }, kept: [0, 1, 2] },
+      { logits: [0, 7, 6, 5, 4, 3, 2, 1], options: { temperature: 50, topK: 5, topP: 0.5 }, kept: [1, 2, 3] },
+    ];
+    for (const { logits, options, kept } of cases) {
+      const x = new Float32Array(rows * logits.length);
+      for (let r = 0; r < rows; r++) x.set(logits, r * logits.length);
+      const { gpu: g, host: h } = await both(gpu(), x, { rows, cols: logits.length, ...options, seed: 5, step: 9 });
+      expect(g, JSON.stringify(options)).toEqual(h);
+      expect([...new Set(h)].sort((a, b) => a - b), JSON.stringify(options)).toEqual(kept);
+    }
   });
 
   it('[OPS-sample-greedy] temperature 0 is argmax with the first maximum on ties, whatever the seed, top-p and top-k', async () => {

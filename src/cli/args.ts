@@ -5,18 +5,21 @@
 
 export const USAGE = `usage: tenon generate --model FILE [--tokenizer FILE] (--prompt TEXT | --chat (--prompt TEXT | --input FILE))
                       [--system TEXT] [--steps N] [--temperature T] [--top-p P] [--seed S] [--special]
-                      [--provider webgpu|host] [--json]
+                      [--provider auto|webgpu|host] [--verbose] [--json]
        tenon tokenize --model FILE [--tokenizer FILE] --text TEXT [--special] [--no-bos] [--json]
        tenon render --model FILE [--tokenizer FILE] --input FILE [--json]
        tenon --help
 MODEL is a GGUF file or a llama2.c checkpoint (which needs --tokenizer). --chat renders the model's chat
 template around the prompt (a user message) or around the messages of --input, a JSON file holding
 { messages, add_generation_prompt, ...other template variables } as apply_chat_template takes them.
---special recognises special-token texts (<|im_start|>, ...) in the prompt or text.`;
+--special recognises special-token texts (<|im_start|>, ...) in the prompt or text.
+--provider auto (the default) runs WebGPU on a hardware adapter and the host provider on a software one
+(SwiftShader, llvmpipe, ...) or without WebGPU; --json reports the choice and its reason, --verbose prints it
+to stderr.`;
 
 export class UsageError extends Error {}
 
-export type ProviderKind = 'webgpu' | 'host';
+export type ProviderKind = 'auto' | 'webgpu' | 'host';
 
 export interface ModelArgs {
   readonly model: string;
@@ -36,6 +39,8 @@ export interface GenerateArgs extends ModelArgs {
   readonly topP: number;
   readonly seed: number;
   readonly provider: ProviderKind;
+  /** Print the provider choice and its reason to stderr. */
+  readonly verbose: boolean;
 }
 
 export interface TokenizeArgs extends ModelArgs {
@@ -61,7 +66,7 @@ const DEFAULT_SEED = 42;
 
 /** Options that take a value, and switches, per subcommand. */
 const OPTIONS = {
-  generate: { values: ['model', 'tokenizer', 'prompt', 'input', 'system', 'steps', 'temperature', 'top-p', 'seed', 'provider'], switches: ['json', 'chat', 'special'] },
+  generate: { values: ['model', 'tokenizer', 'prompt', 'input', 'system', 'steps', 'temperature', 'top-p', 'seed', 'provider'], switches: ['json', 'chat', 'special', 'verbose'] },
   tokenize: { values: ['model', 'tokenizer', 'text'], switches: ['json', 'special', 'no-bos'] },
   render: { values: ['model', 'tokenizer', 'input'], switches: ['json'] },
 } as const;
@@ -116,8 +121,8 @@ export function parseArgs(argv: readonly string[]): Args {
   if (!chat && values.has('system')) throw new UsageError('--system needs --chat');
   if (prompt === undefined && input === undefined) throw new UsageError(chat ? '--chat needs --prompt or --input' : '--prompt is required');
   if (prompt !== undefined && input !== undefined) throw new UsageError('give --prompt or --input, not both');
-  const provider = values.get('provider') ?? 'webgpu';
-  if (provider !== 'webgpu' && provider !== 'host') throw new UsageError('--provider must be webgpu or host');
+  const provider = values.get('provider') ?? 'auto';
+  if (provider !== 'auto' && provider !== 'webgpu' && provider !== 'host') throw new UsageError('--provider must be auto, webgpu or host');
   const steps = number('steps', DEFAULT_STEPS);
   if (!Number.isSafeInteger(steps) || steps < 0) throw new UsageError('--steps must be a non-negative integer');
   return {
@@ -133,5 +138,6 @@ export function parseArgs(argv: readonly string[]): Args {
     topP: number('top-p', DEFAULT_TOP_P),
     seed: number('seed', DEFAULT_SEED),
     provider,
+    verbose: switches.has('verbose'),
   };
 }

@@ -1,21 +1,25 @@
 // `tenon` command-line interface (Node, main thread). Subcommands (usage in args.ts):
 //   generate  runs a model (GGUF, or a llama2.c checkpoint with --tokenizer) on Dawn (WebGPU) or the host
-//             provider; --chat renders the model's chat template around the messages and stops at the
-//             model's end-of-generation tokens.
+//             provider (--provider auto, the default: createProvider's choice, WebGPU on a hardware
+//             adapter and the host on a software one such as SwiftShader; --verbose prints the choice and
+//             its reason to stderr); --chat renders the model's chat template around the messages and
+//             stops at the model's end-of-generation tokens.
 //   tokenize  prints the token ids of a text (--special: special-token texts become their tokens).
 //   render    prints the chat template rendered for a JSON input file ({ messages, add_generation_prompt,
 //             ... }), bos_token/eos_token defaulting to the model's own.
 // Models are read through a Node file handle as a range source (model-file.ts): never one buffer. Text
-// mode writes plain text to stdout; --json writes one JSON object and a newline: generate { provider,
-// adapter, model, promptIds, renderedPrompt (--chat), generatedIds, text, stop, read, timings }, tokenize
-// { ids, tokens, read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
+// mode writes plain text to stdout; --json writes one JSON object and a newline: generate { provider (the
+// one that ran), providerSelection { requested, kind, reason, adapter?, message }, adapter, model,
+// promptIds, renderedPrompt (--chat), generatedIds, text, stop, read, timings }, tokenize { ids, tokens,
+// read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
 // largest single read, the file's size). --help prints the usage
 // to stdout and exits 0. A failure prints `tenon: CODE reason: message` to stderr and exits 1 (usage
 // errors: the message and the usage, exit 2). Dawn comes from the `webgpu` package, loaded only for
-// --provider webgpu (without it that provider fails with ENOTSUP, reason webgpu-package-missing);
+// --provider webgpu or auto (without it webgpu fails with ENOTSUP, reason webgpu-package-missing, and auto
+// picks the host provider, reason no-webgpu);
 // XDG_RUNTIME_DIR gets a private default first (runtime-dir.ts). Uses only the public API.
-import { TenonError, TextSession, createHostProvider, createRuntime, createWebGPUProvider, isTenonError, renderChat } from '../index.js';
-import type { ChatInput, ChatMessage, GeneratedToken, HostProvider, WebGPUProvider } from '../index.js';
+import { TenonError, TextSession, createProvider, createRuntime, isTenonError, renderChat } from '../index.js';
+import type { ChatInput, ChatMessage, GeneratedToken, SelectedProvider, WebGPUProvider } from '../index.js';
 import { USAGE, UsageError, parseArgs } from './args.js';
 import type { GenerateArgs, ProviderKind, RenderArgs, TokenizeArgs } from './args.js';
 import { loadModelFile, loadTokenizer, openModelFile, readSmallFile } from './model-file.js';
@@ -38,19 +42,21 @@ function printJson(value: unknown): void {
   out(`${JSON.stringify(value)}\n`);
 }
 
-async function makeProvider(kind: ProviderKind): Promise<HostProvider | WebGPUProvider> {
-  if (kind === 'host') return createHostProvider();
+async function makeProvider(kind: ProviderKind): Promise<SelectedProvider> {
+  if (kind === 'host') return createProvider('host');
   ensureRuntimeDir();
   const webgpu = await import('webgpu').catch((err: unknown) => {
     if ((err as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    if (kind === 'auto') return undefined;
     throw new TenonError('ENOTSUP', 'the webgpu provider needs the `webgpu` package (npm install webgpu), or use --provider host', {
       op: OP,
       reason: 'webgpu-package-missing',
       cause: err,
     });
   });
+  if (webgpu === undefined) return createProvider('auto');
   Object.assign(globalThis, webgpu.globals);
-  return createWebGPUProvider({ gpu: webgpu.create([]) });
+  return createProvider(kind, { gpu: webgpu.create([]) });
 }
 
 /** The chat input of a JSON file: an object, as apply_chat_template's keyword arguments (renderChat validates the fields). */
@@ -107,7 +113,7 @@ async function chatInput(args: GenerateArgs): Promise<ChatInput> {
 
 async function generate(args: GenerateArgs): Promise<void> {
   const file = await openModelFile(args.model);
-  let provider: HostProvider | WebGPUProvider | undefined;
+  let provider: SelectedProvider | undefined;
   try {
     const t0 = performance.now();
     const model = await loadModelFile(file, args.tokenizer);
@@ -125,6 +131,7 @@ async function generate(args: GenerateArgs): Promise<void> {
       run = (session) => session.generate(ids, sampling);
     }
     provider = await makeProvider(args.provider);
+    if (args.verbose) process.stderr.write(`tenon: --provider ${provider.selection.requested}: ${provider.selection.message} (reason ${provider.selection.reason})\n`);
     const session = await TextSession.create({ runtime: createRuntime(provider), model, maxSeq: Math.min(model.config.contextLength, MAX_SEQ) });
     const loaded = performance.now();
     const generated: number[] = [];
@@ -148,7 +155,8 @@ async function generate(args: GenerateArgs): Promise<void> {
     if (args.json) {
       const seconds = (done - (first ?? done)) / 1000;
       printJson({
-        provider: args.provider,
+        provider: provider.kind,
+        providerSelection: provider.selection,
         adapter: provider.kind === 'webgpu' ? { vendor: provider.adapterInfo.vendor, architecture: provider.adapterInfo.architecture } : null,
         model: { format: model.format, architecture: model.architecture.id, name: model.name ?? null },
         promptIds,

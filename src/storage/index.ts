@@ -8,6 +8,8 @@ export { BLOCK_ALIGN, HostMemory, WASM_PAGE } from './host-memory.js';
 export { createWebGPUProvider, WebGPUProvider } from './webgpu.js';
 export type { DeviceLoss, WebGPUFaults, WebGPULimitCaps, WebGPUProviderOptions } from './webgpu.js';
 export type { Provider, ProviderCapabilities, ProviderKind } from './provider.js';
+export { classifyAdapter, createProvider } from './auto.js';
+export type { AdapterClass, AdapterIdentity, AdapterSummary, CreateProviderOptions, ProviderChoice, ProviderSelection, SelectedProvider, SelectionReason } from './auto.js';
 export type { AllocationEvent, AllocationReason, CopyEvent, CopyReason, CounterSnapshot, LedgerEvent } from './counters.js';
 export { DTYPES, dtypeSize, isDType, typedView as typedArrayOver } from './dtype.js';
 export type { AnyTypedArray, ArrayOf, DType } from './dtype.js';

@@ -361,11 +361,7 @@ function emptyMapping(): MappedRange {
 /** Requests one adapter and device with raised limits. ENOTSUP when WebGPU or an adapter is missing. */
 export async function createWebGPUProvider(options: WebGPUProviderOptions = {}): Promise<WebGPUProvider> {
   const op = 'createWebGPUProvider';
-  const caps = options.limits ?? {};
-  for (const [name, value] of Object.entries(caps)) {
-    if (name !== 'maxBufferSize' && name !== 'maxStorageBufferBindingSize') throw new TenonError('EINVAL', `limits.${name} cannot be capped`, { op, reason: 'bad-limit', ids: { limit: name } });
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new TenonError('EINVAL', `limits.${name} must be a positive integer`, { op, reason: 'bad-limit', ids: { limit: name } });
-  }
+  checkLimitCaps(options, op);
   const gpu = options.gpu ?? (globalThis.navigator as Navigator | undefined)?.gpu;
   if (gpu === undefined) {
     throw new TenonError('ENOTSUP', 'WebGPU is not available here', { op, reason: 'no-webgpu' });
@@ -374,6 +370,22 @@ export async function createWebGPUProvider(options: WebGPUProviderOptions = {}):
   if (adapter === null) {
     throw new TenonError('ENOTSUP', 'no WebGPU adapter', { op, reason: 'no-adapter' });
   }
+  return providerOnAdapter(gpu, adapter, options);
+}
+
+/** Throws EINVAL `bad-limit` unless options.limits only caps maxBufferSize / maxStorageBufferBindingSize with positive integers. */
+export function checkLimitCaps(options: WebGPUProviderOptions, op: string): void {
+  for (const [name, value] of Object.entries(options.limits ?? {})) {
+    if (name !== 'maxBufferSize' && name !== 'maxStorageBufferBindingSize') throw new TenonError('EINVAL', `limits.${name} cannot be capped`, { op, reason: 'bad-limit', ids: { limit: name } });
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new TenonError('EINVAL', `limits.${name} must be a positive integer`, { op, reason: 'bad-limit', ids: { limit: name } });
+  }
+}
+
+/**
+ * The provider over `adapter`'s one device (requested with the adapter's own limits and the optional
+ * features it has). Internal to src/storage: createProvider('auto') looks at the adapter before choosing.
+ */
+export async function providerOnAdapter(gpu: GPU, adapter: GPUAdapter, options: WebGPUProviderOptions): Promise<WebGPUProvider> {
   const requiredLimits: Record<string, number> = {};
   for (const name of RAISED_LIMITS) {
     const value = (adapter.limits as unknown as Record<string, number | undefined>)[name];
@@ -383,5 +395,5 @@ export async function createWebGPUProvider(options: WebGPUProviderOptions = {}):
   const descriptor: GPUDeviceDescriptor = { requiredLimits, requiredFeatures };
   if (options.label !== undefined) descriptor.label = options.label;
   const device = await adapter.requestDevice(descriptor);
-  return new WebGPUProvider(device, adapter.info, { gpu, adapter }, caps);
+  return new WebGPUProvider(device, adapter.info, { gpu, adapter }, options.limits ?? {});
 }
