@@ -23,6 +23,24 @@
 // exact copy, so -0 and every bit survive). Expert tensors are split only between whole experts
 // (qmatmul_expert's expertBase: pairs routed elsewhere keep their rows).
 //
+// Kernels (`kernels` option). The graphs are built from one of two per-layer dispatch lists:
+// - 'unfused' (the host provider's default: its WebAssembly kernels run op by op, and dispatches cost it
+//   nothing): rmsnorm, Q, K, V, (3 bias_add), 2 rope, 2 kv_write, attention, O, add, rmsnorm, gate, up,
+//   silu_mul, down, add: 17 dispatches per dense layer (20 with biases), plus rmsnorm, classifier and
+//   argmax (and the embedding) per step;
+// - 'fused' (WebGPU's default; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
+//   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
+//   fused_attention (one pass over the cache; for a decode step whose cache is longer than
+//   `attentionSplit` positions, split over positions plus a combine dispatch), fused_matmul_add (O into the
+//   residual), fused_norm_glu (norm, gate/up and SiLU), fused_matmul_add (down into the residual): 5
+//   dispatches per dense layer (6 with a split decode attention), and the final norm folded into the
+//   classifier: embedding, classifier, argmax per step. Five is the floor for a layer on WebGPU, which has no
+//   barrier across workgroups: Q/K/V, attention, O, gate/up and down each need all of the previous
+//   step's output. Biases live after the norm weight in one combined vector per layer (filled by one
+//   submission at construction), so the Q/K/V kernel binds eight storage buffers. A split matrix runs one
+//   fused dispatch per part, written straight into its columns (no scratch copies; a split Q, K or V goes
+//   through fused_norm_matmul into a qkv scratch, then fused_rope_kv: the same arithmetic, the same bits).
+//   Routed FFNs keep rmsnorm -> router -> experts (the experts read the normed rows).
 // Ownership: one AllocationGroup (the model state) owns every weight part, the per-layer KV caches and
 // the activation buffers. Between steps the forward holds it, or the newest member of a chain of steps
 // does (below); during a step it is moved into the runtime's retirement record and comes back through the
@@ -57,14 +75,21 @@ import { TenonError, isTenonError } from '../errors.js';
 import { zeros } from '../storage/index.js';
 import type { AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
 import {
+  FUSED_MATVEC,
   ROPE_MAX_POSITION,
   addInplace,
   argmax,
   attention,
   biasAdd,
+  fusedAttention,
+  fusedAttentionCombine,
+  fusedAttentionSplit,
+  fusedRopeKv,
+  fusedRopeKvBias,
   gather,
   kvWrite,
   matmulNT,
+  maxSplits,
   moeCombine,
   moeRoute,
   qgatherOp,
@@ -100,7 +125,28 @@ export interface LlamaForwardOptions {
    * is split into parts runs 'plain' whatever is asked (its ids are laid out per part on the host).
    */
   readonly decode?: DecodeMode;
+  /**
+   * The per-layer dispatch list (see the module comment): 'fused' (the default on WebGPU) or 'unfused'
+   * (the default on the host provider, whose WebAssembly kernels run op by op; also the comparison
+   * baseline on WebGPU).
+   */
+  readonly kernels?: KernelMode;
+  /**
+   * Fused list: positions per attention split of a decode step (default ATTENTION_SPLIT_POSITIONS). A
+   * cache longer than this runs decode attention split over positions plus a combine dispatch.
+   */
+  readonly attentionSplit?: number;
 }
+
+/** Which per-layer dispatch list the graphs are built from. */
+export type KernelMode = 'fused' | 'unfused';
+export const KERNEL_MODES: readonly KernelMode[] = ['fused', 'unfused'];
+
+/**
+ * Decode attention splits of this many positions: below it one workgroup per head walks the whole cache
+ * (and no combine dispatch exists); past it long contexts get heads * splits workgroups.
+ */
+export const ATTENTION_SPLIT_POSITIONS = 1024;
 
 /** 'plain': submit and wait for proof step by step; 'chained': steps chained on the live state group. */
 export type DecodeMode = 'plain' | 'chained';
@@ -227,6 +273,8 @@ interface LayerSlots {
   readonly o: Matrix;
   /** Q/K/V biases, present exactly when the entry says the architecture has them. */
   readonly bias: { readonly q: DescriptorSlot; readonly k: DescriptorSlot; readonly v: DescriptorSlot } | undefined;
+  /** Fused list with biases: [dim + qDim + 2 kvDim] = the attention norm weight, then the Q, K, V biases. */
+  readonly attnVec: Allocation | undefined;
   readonly ffnNorm: DescriptorSlot;
   readonly ffn: DenseFfn | RoutedFfn;
   readonly kCache: DescriptorSlot;
@@ -284,6 +332,67 @@ async function ropeFactorsOf(model: LoadedModel): Promise<Float32Array | undefin
   return out;
 }
 
+/** One row copy at construction: `width` elements of `from` to element `at` of `to`. */
+interface VectorCopy {
+  readonly from: AllocationSlot;
+  readonly to: AllocationSlot;
+  readonly at: number;
+  readonly width: number;
+}
+
+/**
+ * Fused list with Q/K/V biases: allocates a layer's combined attention vector [dim + qDim + 2 kvDim]
+ * (the norm weight, then the biases: the fused Q/K/V kernel's `vec` operand, so that kernel binds eight
+ * storage buffers, the WebGPU minimum every device offers) and plans the copies that fill it.
+ */
+async function attentionVector(
+  blank: (dtype: DType, shape: number[]) => Promise<Allocation>,
+  copies: VectorCopy[],
+  c: ModelConfig,
+  sources: readonly WeightTensor[],
+): Promise<Allocation> {
+  const vec = await blank('f32', [c.dim + c.qDim + 2 * c.kvDim]);
+  let at = 0;
+  for (const w of sources) {
+    vectorOf(w);
+    copies.push({ from: w.parts[0]!.allocation, to: vec.allocation, at, width: w.rowElements });
+    at += w.rowElements;
+  }
+  return vec;
+}
+
+/**
+ * Runs the planned vector copies on the provider (kv_write, exact) in one submission and returns the
+ * group. The group is the caller's again only on success; a failure after admission disposes what came
+ * back (retired-failed) or leaves it to the runtime (completion-unproven), and throws the cause.
+ */
+async function fillVectors(runtime: Runtime, group: AllocationGroup, copies: readonly VectorCopy[]): Promise<AllocationGroup> {
+  const inputs: Record<string, GraphInput> = {};
+  const dispatches: DispatchSpec<never>[] = [];
+  copies.forEach((c, i) => {
+    const shape = [1, c.width];
+    inputs[`from${i}`] = { slot: group.alias(c.from, 'f32', { shape }), dtype: 'f32', shape };
+    inputs[`to${i}`] = { slot: group.alias(c.to, 'f32', { shape, byteOffset: c.at * F32_BYTES }), dtype: 'f32', shape };
+    dispatches.push({ kernel: kvWrite, bind: [`from${i}`, `to${i}`], params: { count: 1, width: c.width, maxSeq: 1, pos0: 0 } } as unknown as DispatchSpec<never>);
+  });
+  const graph = runtime.compile({ name: 'attention vectors', inputs, dispatches, outputs: [] });
+  try {
+    let handle;
+    try {
+      handle = await runtime.submit(graph, group);
+    } catch (err) {
+      group.dispose(); // refused before admission: still ours
+      throw err;
+    }
+    const outcome = await handle.wait();
+    if (outcome.kind === 'completed') return outcome.bundle.intoGroup().group;
+    if (outcome.kind === 'retired-failed') outcome.inputs.dispose();
+    throw outcome.cause;
+  } finally {
+    graph.dispose();
+  }
+}
+
 /** Activation buffers: name -> [element type, row width] for maxBatch rows. */
 function activationWidths(c: ModelConfig, entry: ArchitectureEntry): Record<string, readonly [DType, number]> {
   const widths: Record<string, readonly [DType, number]> = {
@@ -323,6 +432,8 @@ export class LlamaForward {
   readonly weightBytesByKind: Readonly<Partial<Record<LoweringKindName, number>>>;
   /** How steps are submitted (the option, or 'plain' for a split embedding). */
   readonly mode: DecodeMode;
+  /** The per-layer dispatch list the graphs are built from. */
+  readonly kernels: KernelMode;
   /** Bytes of every activation buffer (not the KV caches, not the observation buffer). */
   readonly #activationBytes: number;
   /**
@@ -358,6 +469,8 @@ export class LlamaForward {
   readonly #graphs = new Map<string, GraphEntry>();
   /** Observation buffer [nLayers * maxBatch, dim] in the state group; allocated by the first `layers` run. */
   #hidden: Allocation | undefined;
+  /** Fused list, cache longer than one split: positions per split and the partials [1, heads, splits, headDim + 2]. */
+  readonly #attentionSplit: { readonly len: number; readonly part: Allocation } | undefined;
   #lost: TenonError | undefined;
 
   private constructor(
@@ -384,6 +497,8 @@ export class LlamaForward {
       rowNext: Allocation;
       staged: Allocation | undefined;
       activationBytes: number;
+      kernels: KernelMode;
+      attentionSplit: { readonly len: number; readonly part: Allocation } | undefined;
     },
   ) {
     this.runtime = runtime;
@@ -412,6 +527,8 @@ export class LlamaForward {
     this.#stagedHost = new Uint32Array(parts.staged === undefined ? 0 : maxSeq);
     this.mode = parts.staged === undefined ? 'plain' : 'chained';
     this.#activationBytes = parts.activationBytes;
+    this.kernels = parts.kernels;
+    this.#attentionSplit = parts.attentionSplit;
   }
 
   /**
@@ -436,6 +553,12 @@ export class LlamaForward {
     const decode = options.decode ?? 'chained';
     if (!DECODE_MODES.includes(decode)) throw new TenonError('EINVAL', `decode must be one of ${DECODE_MODES.join(', ')}`, { op, reason: 'bad-decode-mode' });
     const provider = runtime.provider as HostProvider | WebGPUProvider;
+    const kernels = options.kernels ?? (provider.kind === 'webgpu' ? 'fused' : 'unfused');
+    if (!KERNEL_MODES.includes(kernels)) throw new TenonError('EINVAL', `kernels must be one of ${KERNEL_MODES.join(', ')}`, { op, reason: 'bad-kernels' });
+    const splitLen = options.attentionSplit ?? ATTENTION_SPLIT_POSITIONS;
+    if (!Number.isSafeInteger(splitLen) || splitLen < 1) throw new TenonError('EINVAL', 'attentionSplit must be a positive integer', { op, reason: 'bad-attention-split' });
+    const fused = kernels === 'fused';
+    const splitAttention = fused && maxSeq > splitLen;
     const ropeFactors = await ropeFactorsOf(model);
     const plan: ForwardPlan = { ropeStyle: entry.ropeStyle, ropeFactors, eps: c.rmsEps, theta: c.ropeTheta };
     let fastest = 0;
@@ -468,7 +591,11 @@ export class LlamaForward {
       if (parts.length > 1 && t !== model.globals.tokenEmbedding) for (const p of parts) largestSplitPart = Math.max(largestSplitPart, p.rows);
     }
     if (partsOf.get(classifierTensor.name)!.length > 1) for (const p of partsOf.get(classifierTensor.name)!) largestSplitPart = Math.max(largestSplitPart, p.rows);
+    // Fused list: a layer whose Q, K or V matrix is split projects into a qkv scratch first.
+    const qkvSplit = fused && model.layers.some((t) => [t.attnQ, t.attnK, t.attnV].some((m) => m !== undefined && partsOf.get(m.name)!.length > 1));
     const widths = activationWidths(c, entry);
+    if (qkvSplit) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
+    const attentionParts = splitAttention ? c.heads * maxSplits(maxSeq, splitLen) * (c.headDim + 2) : 0;
     const buffers: [string, number][] = [
       ...Object.entries(widths).map(([name, [, width]]): [string, number] => [name, maxBatch * width * F32_BYTES]),
       ['ids', (embedParts > 1 ? embedParts + 1 : 1) * maxBatch * U32_BYTES],
@@ -477,6 +604,7 @@ export class LlamaForward {
       ...(chained ? [['staged', maxSeq * U32_BYTES] as [string, number]] : []),
       ...(embedParts > 1 ? [['embedScratch', embedParts * maxBatch * c.dim * F32_BYTES] as [string, number]] : []),
       ...(largestSplitPart > 0 ? [['splitScratch', maxBatch * largestSplitPart * F32_BYTES] as [string, number]] : []),
+      ...(splitAttention ? [['attentionParts', attentionParts * F32_BYTES] as [string, number]] : []),
     ];
     for (const [name, bytes] of buffers) {
       if (bytes > limit) {
@@ -490,8 +618,12 @@ export class LlamaForward {
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
     const group = weights.group.take();
+    /** The group while create() holds it (undefined while the attention vectors are being filled). */
+    let held: AllocationGroup | undefined = group;
     try {
       let activationBytes = 0;
+      /** Fused list with biases: copies into each layer's combined attention vector. */
+      const copies: VectorCopy[] = [];
       const blank = async (dtype: DType, shape: number[], activation = true): Promise<Allocation> => {
         const r = group.insert(await zeros(provider, dtype, shape));
         if (activation) activationBytes += shape.reduce((a, b) => a * b, 1) * (dtype === 'u32' ? U32_BYTES : F32_BYTES);
@@ -521,6 +653,7 @@ export class LlamaForward {
           v: matrixOf(role('attnV')),
           o: matrixOf(role('attnOutput')),
           bias: entry.attentionBias ? { q: vectorOf(role('attnQBias')), k: vectorOf(role('attnKBias')), v: vectorOf(role('attnVBias')) } : undefined,
+          attnVec: fused && entry.attentionBias ? await attentionVector(blank, copies, c, [role('attnNorm'), role('attnQBias'), role('attnKBias'), role('attnVBias')]) : undefined,
           ffnNorm: vectorOf(role('ffnNorm')),
           ffn,
           kCache: (await blank('f32', [maxSeq, c.kvDim], false)).slot,
@@ -540,7 +673,12 @@ export class LlamaForward {
       const rowNext = await blank('u32', [maxBatch]);
       const staged = chained ? await blank('u32', [maxSeq]) : undefined;
       const variant: QMatmulVariant = provider.kind === 'webgpu' ? qmatmulVariant(provider as WebGPUProvider) : 'plain';
-      return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, group, {
+      const attentionSplit = splitAttention ? { len: splitLen, part: await blank('f32', [1, c.heads, maxSplits(maxSeq, splitLen), c.headDim + 2]) } : undefined;
+      if (copies.length > 0) {
+        held = undefined;
+        held = await fillVectors(runtime, group, copies);
+      }
+      return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, held, {
         plan,
         variant,
         embed,
@@ -557,9 +695,11 @@ export class LlamaForward {
         rowNext,
         staged,
         activationBytes,
+        kernels,
+        attentionSplit,
       });
     } catch (err) {
-      group.dispose();
+      held?.dispose();
       throw err;
     }
   }
@@ -986,10 +1126,135 @@ export class LlamaForward {
       style: plan.ropeStyle,
       ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
     });
+    /** A routed FFN on xb = rmsnorm(x), added into x (both lists). */
+    const routedFfn = (f: RoutedFfn): void => {
+      const { experts, used, renormalize } = f;
+      const ffn = c.ffnDim;
+      const routerLogits = rows('routerLogits', [T, experts]);
+      const ids = rows('routeIds', [T, used]);
+      const weights = rows('routeWeights', [T, used]);
+      const gate = rows('expertGate', [T, used, ffn]);
+      const up = rows('expertUp', [T, used, ffn]);
+      const hidden = rows('expertHidden', [T, used, ffn]);
+      const out = rows('expertOut', [T, used, dim]);
+      linear(xb, f.router, routerLogits, act('routerLogits'), 0, T);
+      add(moeRoute, [routerLogits, ids, weights], { tokens: T, experts, used, renormalize });
+      expertLinear(xb, ids, f.gate, gate, used, false);
+      expertLinear(xb, ids, f.up, up, used, false);
+      add(siluMul, [gate, up, hidden], { n: T * used * ffn });
+      expertLinear(hidden, ids, f.down, out, used, true);
+      add(moeCombine, [out, weights, x], { tokens: T, used, n: dim, accumulate: true });
+    };
+
+    // The fused list (kernels 'fused'; see the module comment).
+    const fused = this.kernels === 'fused';
+    const variant = this.#variant;
+    /** out[:, col + W's rows] = rmsnorm(input) · Wᵀ (rows of `outStride`), one dispatch per part, written in place. */
+    const normLinear = (input: string, norm: string, w: Matrix, out: string, outStride: number, col: number, m: number): void => {
+      w.parts.forEach((part, p) => {
+        add(FUSED_MATVEC.normMatmul[variant], [input, norm, partName(w, p), out], { m, n: part.rows, k: w.k, kind: w.kind, eps: plan.eps, outStride, outCol: col + part.firstRow });
+      });
+    };
+    /** residual[:, W's rows] += input · Wᵀ, one dispatch per part. */
+    const addLinear = (input: string, w: Matrix, residual: string): void => {
+      w.parts.forEach((part, p) => {
+        add(FUSED_MATVEC.matmulAdd[variant], [input, partName(w, p), residual], { m: T, n: part.rows, k: w.k, kind: w.kind, outStride: w.rows, outCol: part.firstRow });
+      });
+    };
+    const sameParts = (a: Matrix, b: Matrix): boolean => a.parts.length === b.parts.length && a.parts.every((part, i) => part.firstRow === b.parts[i]!.firstRow && part.rows === b.parts[i]!.rows);
+    const fusedLayer = (L: LayerSlots, l: number, kc: string, vc: string): void => {
+      const attnNorm = declare(`attnNorm${l}`, L.attnNorm, 'f32', [dim]);
+      const width = qDim + 2 * kvDim;
+      const ropeOf = (s: StepValues) => ({
+        heads,
+        kvHeads,
+        headDim,
+        maxSeq: this.maxSeq,
+        pos0: pos(s),
+        theta: plan.theta,
+        style: plan.ropeStyle,
+        ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
+      });
+      if ([L.q, L.k, L.v].every((w) => w.parts.length === 1)) {
+        const op = L.attnVec === undefined ? FUSED_MATVEC.normQkvRope[variant] : FUSED_MATVEC.normQkvRopeBias[variant];
+        const vecName = L.attnVec === undefined ? attnNorm : declare(`attnVec${l}`, L.attnVec.slot, 'f32', [dim + width]);
+        add(op, [x, vecName, partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), q, kc, vc], (s: StepValues) => ({
+          m: T,
+          k: dim,
+          qKind: L.q.kind,
+          kKind: L.k.kind,
+          vKind: L.v.kind,
+          eps: plan.eps,
+          ...ropeOf(s),
+        }));
+      } else {
+        // A split matrix: every part's rows into the qkv scratch at their columns, then biases, RoPE and
+        // the KV write (the same arithmetic as the one-pass kernel, so the same bits).
+        const qkv = rows('qkv', [T, width]);
+        normLinear(x, attnNorm, L.q, qkv, width, 0, T);
+        normLinear(x, attnNorm, L.k, qkv, width, qDim, T);
+        normLinear(x, attnNorm, L.v, qkv, width, qDim + kvDim, T);
+        const params = (s: StepValues) => ({ count: T, ...ropeOf(s) });
+        if (L.attnVec === undefined) add(fusedRopeKv, [qkv, q, kc, vc], params);
+        else add(fusedRopeKvBias, [qkv, view(L.attnVec.allocation, 'f32', [width], dim), q, kc, vc], params);
+      }
+      const attentionParams = (s: StepValues) => ({ count: T, heads, kvHeads, headDim, maxSeq: this.maxSeq, pos0: pos(s) });
+      const split = this.#attentionSplit;
+      if (T === 1 && split !== undefined) {
+        const part = declare('attentionParts', split.part.slot, 'f32', [1, heads, maxSplits(this.maxSeq, split.len), headDim + 2]);
+        add(fusedAttentionSplit, [q, kc, vc, part], (s: StepValues) => ({ ...attentionParams(s), splitLen: split.len }));
+        add(fusedAttentionCombine, [part, att], (s: StepValues) => ({ ...attentionParams(s), splitLen: split.len }));
+      } else {
+        add(fusedAttention, [q, kc, vc, att], attentionParams);
+      }
+      addLinear(att, L.o, x);
+      const ffnNorm = declare(`ffnNorm${l}`, L.ffnNorm, 'f32', [dim]);
+      const f = L.ffn;
+      if (f.kind === 'routed') {
+        add(rmsnorm, [x, ffnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
+        routedFfn(f);
+        return;
+      }
+      const ffn = c.ffnDim;
+      const hb3 = rows('hb3', [T, ffn]);
+      if (sameParts(f.gate, f.up)) {
+        f.gate.parts.forEach((part, p) => {
+          add(FUSED_MATVEC.normGlu[variant], [x, ffnNorm, partName(f.gate, p), partName(f.up, p), hb3], {
+            m: T,
+            n: part.rows,
+            k: dim,
+            gateKind: f.gate.kind,
+            upKind: f.up.kind,
+            eps: plan.eps,
+            outStride: ffn,
+            outCol: part.firstRow,
+          });
+        });
+      } else {
+        const hb = rows('hb', [T, ffn]);
+        const hb2 = rows('hb2', [T, ffn]);
+        normLinear(x, ffnNorm, f.gate, hb, ffn, 0, T);
+        normLinear(x, ffnNorm, f.up, hb2, ffn, 0, T);
+        add(siluMul, [hb, hb2, hb3], { n: T * ffn });
+      }
+      addLinear(hb3, f.down, x);
+    };
+    /** Layer observation: the residual stream after layer l, copied row by row into the layer's block of the buffer. */
+    const observe = (l: number): void => {
+      if (!layers) return;
+      const block = group.alias(this.#hidden!.allocation, 'f32', { shape: [T, dim], byteOffset: l * this.maxBatch * dim * F32_BYTES });
+      add(kvWrite, [x, declare(`hidden${l}`, block, 'f32', [T, dim])], { count: T, width: dim, maxSeq: T, pos0: 0 });
+    };
+
     this.#layers.forEach((L, l) => {
       const vec = (name: string, slot: DescriptorSlot, width: number) => declare(`${name}${l}`, slot, 'f32', [width]);
       const kc = declare(`kCache${l}`, L.kCache, 'f32', [this.maxSeq, kvDim]);
       const vc = declare(`vCache${l}`, L.vCache, 'f32', [this.maxSeq, kvDim]);
+      if (fused) {
+        fusedLayer(L, l, kc, vc);
+        observe(l);
+        return;
+      }
       add(rmsnorm, [x, vec('attnNorm', L.attnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
       linear(xb, L.q, q, act('q'), 0, T);
       linear(xb, L.k, k, act('k'), 0, T);
@@ -1019,38 +1284,23 @@ export class LlamaForward {
         linear(hb3, f.down, xb2, act('xb2'), 0, T);
         add(addInplace, [x, xb2], { n: T * dim });
       } else {
-        const { experts, used, renormalize } = f;
-        const ffn = c.ffnDim;
-        const routerLogits = rows('routerLogits', [T, experts]);
-        const ids = rows('routeIds', [T, used]);
-        const weights = rows('routeWeights', [T, used]);
-        const gate = rows('expertGate', [T, used, ffn]);
-        const up = rows('expertUp', [T, used, ffn]);
-        const hidden = rows('expertHidden', [T, used, ffn]);
-        const out = rows('expertOut', [T, used, dim]);
-        linear(xb, f.router, routerLogits, act('routerLogits'), 0, T);
-        add(moeRoute, [routerLogits, ids, weights], { tokens: T, experts, used, renormalize });
-        expertLinear(xb, ids, f.gate, gate, used, false);
-        expertLinear(xb, ids, f.up, up, used, false);
-        add(siluMul, [gate, up, hidden], { n: T * used * ffn });
-        expertLinear(hidden, ids, f.down, out, used, true);
-        add(moeCombine, [out, weights, x], { tokens: T, used, n: dim, accumulate: true });
+        routedFfn(f);
       }
-      if (layers) {
-        // The residual stream after layer l, copied row by row into the layer's block of the buffer.
-        const block = group.alias(this.#hidden!.allocation, 'f32', { shape: [T, dim], byteOffset: l * this.maxBatch * dim * F32_BYTES });
-        add(kvWrite, [x, declare(`hidden${l}`, block, 'f32', [T, dim])], { count: T, width: dim, maxSeq: T, pos0: 0 });
-      }
+      observe(l);
     });
-    add(rmsnorm, [x, declare('outputNorm', this.#outputNorm, 'f32', [dim]), xb], { rows: T, cols: dim, eps: plan.eps });
+    // The final norm: its own dispatch (unfused), or folded into the classifier (fused).
+    const outputNorm = declare('outputNorm', this.#outputNorm, 'f32', [dim]);
+    if (!fused) add(rmsnorm, [x, outputNorm, xb], { rows: T, cols: dim, eps: plan.eps });
     const outRows = allRows ? T : 1;
-    const last = allRows ? xb : declare('xbLast', group.alias(act('xb'), 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * F32_BYTES }), 'f32', [1, dim]);
+    const normed = fused ? x : xb;
+    const last = allRows ? normed : declare('lastRow', group.alias(act(fused ? 'x' : 'xb'), 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * F32_BYTES }), 'f32', [1, dim]);
     const logitsAlloc = allRows ? this.#rowLogits.allocation : this.#logits.allocation;
     const logitsSlot = allRows ? group.alias(logitsAlloc, 'f32', { shape: [T, vocab] }) : this.#logits.slot;
     const nextSlot = allRows ? group.alias(this.#rowNext.allocation, 'u32', { shape: [T] }) : this.#next;
     const logits = declare('logits', logitsSlot, 'f32', [outRows, vocab]);
     const next = declare('next', nextSlot, 'u32', [outRows]);
-    linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
+    if (fused) normLinear(last, outputNorm, this.#classifier, logits, vocab, 0, outRows);
+    else linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
     // The step's choice: argmax writes the chosen u32 id of each row into `next`, which a chained decode
     // step reads as its ids (source 'device'). A device sampling op that writes the same goes here.
     add(argmax, [logits, next], { rows: outRows, cols: vocab });
