@@ -556,37 +556,20 @@
         (local.set $t (i32.add (local.get $t) (i32.const 1)))
         (br $rows))))
 
-  ;; out[i] += s * v[i] for i < n.
-  (func $axpy (param $out i32) (param $v i32) (param $n i32) (param $s f32)
-    (local $i i32) (local $n4 i32) (local $sv v128) (local $at i32)
-    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
-    (local.set $sv (f32x4.splat (local.get $s)))
-    (block $vecDone
-      (loop $vec
-        (br_if $vecDone (i32.ge_u (local.get $i) (local.get $n4)))
-        (local.set $at (i32.shl (local.get $i) (i32.const 2)))
-        (v128.store (i32.add (local.get $out) (local.get $at))
-          (f32x4.add (v128.load (i32.add (local.get $out) (local.get $at))) (f32x4.mul (local.get $sv) (v128.load (i32.add (local.get $v) (local.get $at))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 4)))
-        (br $vec)))
-    (block $tailDone
-      (loop $tail
-        (br_if $tailDone (i32.ge_u (local.get $i) (local.get $n)))
-        (local.set $at (i32.shl (local.get $i) (i32.const 2)))
-        (f32.store (i32.add (local.get $out) (local.get $at))
-          (f32.add (f32.load (i32.add (local.get $out) (local.get $at))) (f32.mul (local.get $s) (f32.load (i32.add (local.get $v) (local.get $at))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $tail))))
-
   ;; attention: causal grouped-query attention of $count query rows at positions pos0.. over the cache
   ;; rows 0..pos0+t (see src/submit/ops/attention.ts). Per (row, head): scores = q . k_j * scale into
-  ;; $scratch (pos0 + count floats), softmax weights in place, out = sum_j w_j v_j.
+  ;; $scratch (pos0 + count floats), softmax weights in place, out = sum_j w_j v_j. The loops over the
+  ;; head's elements are inline (head dims are small: a call per position would cost more than its
+  ;; arithmetic).
   (func (export "attention") (param $q i32) (param $k i32) (param $v i32) (param $out i32) (param $count i32)
     (param $heads i32) (param $kvHeads i32) (param $headDim i32) (param $pos0 i32) (param $scale f32) (param $scratch i32)
     (local $t i32) (local $h i32) (local $j i32) (local $last i32) (local $group i32) (local $qAt i32) (local $kvOff i32)
     (local $kvRow i32) (local $n i32) (local $inv f32) (local $oAt i32) (local $max f32) (local $d i32)
+    (local $dim4 i32) (local $dim8 i32) (local $row i32) (local $acc v128) (local $acc1 v128) (local $s f32) (local $wv v128) (local $at i32)
     (local.set $group (i32.div_u (local.get $heads) (local.get $kvHeads)))
     (local.set $kvRow (i32.shl (i32.mul (local.get $kvHeads) (local.get $headDim)) (i32.const 2)))
+    (local.set $dim4 (i32.shl (i32.and (local.get $headDim) (i32.const -4)) (i32.const 2)))
+    (local.set $dim8 (i32.shl (i32.and (local.get $headDim) (i32.const -8)) (i32.const 2)))
     (block $rowsDone
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $t) (local.get $count)))
@@ -600,33 +583,77 @@
               (i32.shl (i32.add (i32.mul (i32.mul (local.get $t) (local.get $heads)) (local.get $headDim)) (i32.mul (local.get $h) (local.get $headDim))) (i32.const 2))))
             (local.set $oAt (i32.add (local.get $out) (i32.sub (local.get $qAt) (local.get $q))))
             (local.set $kvOff (i32.shl (i32.mul (i32.div_u (local.get $h) (local.get $group)) (local.get $headDim)) (i32.const 2)))
+            ;; scores[j] = (q . k_j) * scale: four lanes summed by $hsum, then the rest in order.
             (local.set $j (i32.const 0))
+            (local.set $row (i32.add (local.get $k) (local.get $kvOff)))
             (block $scoresDone
               (loop $scores
                 (br_if $scoresDone (i32.gt_u (local.get $j) (local.get $last)))
-                (f32.store (i32.add (local.get $scratch) (i32.shl (local.get $j) (i32.const 2)))
-                  (f32.mul (call $dot (local.get $qAt) (i32.add (local.get $k) (i32.add (i32.mul (local.get $j) (local.get $kvRow)) (local.get $kvOff))) (local.get $headDim))
-                    (local.get $scale)))
+                (local.set $acc (v128.const i32x4 0 0 0 0))
+                (local.set $d (i32.const 0))
+                (block $qkDone
+                  (loop $qk
+                    (br_if $qkDone (i32.ge_u (local.get $d) (local.get $dim4)))
+                    (local.set $acc (f32x4.add (local.get $acc)
+                      (f32x4.mul (v128.load (i32.add (local.get $qAt) (local.get $d))) (v128.load (i32.add (local.get $row) (local.get $d))))))
+                    (local.set $d (i32.add (local.get $d) (i32.const 16)))
+                    (br $qk)))
+                (local.set $s (call $hsum (local.get $acc)))
+                (block $qkTailDone
+                  (loop $qkTail
+                    (br_if $qkTailDone (i32.ge_u (local.get $d) (i32.shl (local.get $headDim) (i32.const 2))))
+                    (local.set $s (f32.add (local.get $s)
+                      (f32.mul (f32.load (i32.add (local.get $qAt) (local.get $d))) (f32.load (i32.add (local.get $row) (local.get $d))))))
+                    (local.set $d (i32.add (local.get $d) (i32.const 4)))
+                    (br $qkTail)))
+                (f32.store (i32.add (local.get $scratch) (i32.shl (local.get $j) (i32.const 2))) (f32.mul (local.get $s) (local.get $scale)))
+                (local.set $row (i32.add (local.get $row) (local.get $kvRow)))
                 (local.set $j (i32.add (local.get $j) (i32.const 1)))
                 (br $scores)))
             (local.set $max (call $max (local.get $scratch) (local.get $n)))
             (local.set $inv (f32.div (f32.const 1) (call $exp_shift (local.get $scratch) (local.get $scratch) (local.get $n) (local.get $max))))
-            ;; out = sum_j (e_j / sum) v_j, accumulated in place over the output head.
+            ;; out = sum_j (e_j / sum) v_j: eight elements of the head at a time in two registers while j runs,
+            ;; then the headDim mod 8 rest one element at a time.
             (local.set $d (i32.const 0))
-            (block $zeroDone
-              (loop $zero
-                (br_if $zeroDone (i32.ge_u (local.get $d) (local.get $headDim)))
-                (f32.store (i32.add (local.get $oAt) (i32.shl (local.get $d) (i32.const 2))) (f32.const 0))
-                (local.set $d (i32.add (local.get $d) (i32.const 1)))
-                (br $zero)))
-            (local.set $j (i32.const 0))
-            (block $sumDone
-              (loop $sum
-                (br_if $sumDone (i32.gt_u (local.get $j) (local.get $last)))
-                (call $axpy (local.get $oAt) (i32.add (local.get $v) (i32.add (i32.mul (local.get $j) (local.get $kvRow)) (local.get $kvOff)))
-                  (local.get $headDim) (f32.load (i32.add (local.get $scratch) (i32.shl (local.get $j) (i32.const 2)))))
-                (local.set $j (i32.add (local.get $j) (i32.const 1)))
-                (br $sum)))
+            (block $chunksDone
+              (loop $chunks
+                (br_if $chunksDone (i32.ge_u (local.get $d) (local.get $dim8)))
+                (local.set $acc (v128.const i32x4 0 0 0 0))
+                (local.set $acc1 (v128.const i32x4 0 0 0 0))
+                (local.set $row (i32.add (i32.add (local.get $v) (local.get $kvOff)) (local.get $d)))
+                (local.set $at (local.get $scratch))
+                (local.set $j (i32.const 0))
+                (block $pvDone
+                  (loop $pv
+                    (br_if $pvDone (i32.gt_u (local.get $j) (local.get $last)))
+                    (local.set $wv (v128.load32_splat (local.get $at)))
+                    (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $wv) (v128.load (local.get $row)))))
+                    (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $wv) (v128.load offset=16 (local.get $row)))))
+                    (local.set $row (i32.add (local.get $row) (local.get $kvRow)))
+                    (local.set $at (i32.add (local.get $at) (i32.const 4)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                    (br $pv)))
+                (v128.store (i32.add (local.get $oAt) (local.get $d)) (local.get $acc))
+                (v128.store offset=16 (i32.add (local.get $oAt) (local.get $d)) (local.get $acc1))
+                (local.set $d (i32.add (local.get $d) (i32.const 32)))
+                (br $chunks)))
+            (block $restDone
+              (loop $rest
+                (br_if $restDone (i32.ge_u (local.get $d) (i32.shl (local.get $headDim) (i32.const 2))))
+                (local.set $s (f32.const 0))
+                (local.set $row (i32.add (i32.add (local.get $v) (local.get $kvOff)) (local.get $d)))
+                (local.set $j (i32.const 0))
+                (block $pvTailDone
+                  (loop $pvTail
+                    (br_if $pvTailDone (i32.gt_u (local.get $j) (local.get $last)))
+                    (local.set $s (f32.add (local.get $s)
+                      (f32.mul (f32.load (i32.add (local.get $scratch) (i32.shl (local.get $j) (i32.const 2)))) (f32.load (local.get $row)))))
+                    (local.set $row (i32.add (local.get $row) (local.get $kvRow)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                    (br $pvTail)))
+                (f32.store (i32.add (local.get $oAt) (local.get $d)) (local.get $s))
+                (local.set $d (i32.add (local.get $d) (i32.const 4)))
+                (br $rest)))
             (call $scale_in_place (local.get $oAt) (local.get $headDim) (local.get $inv))
             (local.set $h (i32.add (local.get $h) (i32.const 1)))
             (br $headsLoop)))
