@@ -3,7 +3,8 @@
 // Plan.
 //   - selection: `auto` picks the WebAssembly SIMD kernels where the engine validates them; `scalar`
 //     always runs the twins; `buffers` providers (roots outside one memory) run the twins; `wasm` refuses
-//     with ENOTSUP where the kernels cannot run; a bad choice is EINVAL. Counters say which path ran.
+//     with ENOTSUP where the kernels cannot run; a bad choice is EINVAL. Counters say which path ran, in
+//     total and per op name.
 //   - fallback by feature detection: with the seam that makes detection validate a module carrying a
 //     SIMD opcode no engine knows (the real engine refuses it, as an engine without SIMD refuses ours),
 //     `auto` falls back to the scalar twins and still computes the right result; `wasm` is ENOTSUP.
@@ -46,6 +47,7 @@ describe('host kernel selection', () => {
       const { runtime, run } = await product('auto', shared);
       expect(runtime.hostKernels()!.kind).toBe('wasm-simd');
       expect([run.wasm, run.scalar]).toEqual([1, 0]);
+      expect(runtime.hostKernels()!.byKernel).toEqual({ matmul_nt: { wasm: 1, scalar: 0 } });
     }
   });
 
@@ -53,6 +55,7 @@ describe('host kernel selection', () => {
     const scalar = await product('scalar');
     expect(scalar.runtime.hostKernels()!.kind).toBe('scalar');
     expect([scalar.run.wasm, scalar.run.scalar]).toEqual([0, 1]);
+    expect(scalar.runtime.hostKernels()!.byKernel).toEqual({ matmul_nt: { wasm: 0, scalar: 1 } });
     const buffers = await product('auto', false, 'buffers');
     expect(buffers.runtime.hostKernels()!.kind).toBe('scalar');
     expect([buffers.run.wasm, buffers.run.scalar]).toEqual([0, 1]);
