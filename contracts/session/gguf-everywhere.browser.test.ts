@@ -1,8 +1,8 @@
 // Plan: GGUF models go everywhere llama2.c files go (issue 10, "Everywhere"), on each provider of the
 // browser lane with real OPFS: a prompt cache saved by a session of a GGUF model loads back into a fresh
 // session of the same file and reproduces its next-token logits; the cache is refused by a session of
-// another file of the same weights (stories260K.bin: same weights, another tokenizer representation, so
-// another model id) and by another lowering kind of the same model (tiny-llama Q4_0 vs Q8_0), leaving the
+// another file of the same weights (stories260K.bin: same weights, its tokenizer from tok512.bin, so
+// tokenizer-mismatch) and by another lowering kind of the same model (tiny-llama Q4_0 vs Q8_0), leaving the
 // victim unchanged; prompt-lookup speculative decoding of a GGUF model yields exactly its plain greedy ids.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TextSession, createRuntime, loadModel, parseTokenizer } from '../../src/index.js';
@@ -16,8 +16,10 @@ import { planeWithSession } from '../dataplane/support/plane.js';
 const MAX_SEQ = 96;
 /** "Once upon a time" in stories260K's vocabulary, BOS first. */
 const PROMPT = [1, 403, 407, 261, 378];
-/** A repetitive prompt, so prompt lookup has n-grams to propose. */
-const REPEAT = [1, 403, 407, 261, 378, 403, 407, 261, 378, 403, 407, 261];
+/** llama2.c's greedy continuation of PROMPT with stories260K (../shared/models/README.md). */
+const CONTINUATION = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
+/** The story told twice: the second "Once upon a time" gives n-gram matches the model then repeats. */
+const REPEAT = [...PROMPT, ...CONTINUATION, ...PROMPT.slice(1)];
 /** Per-test limit: quantized tiny-llama steps on SwiftShader take seconds each. */
 const TIMEOUT = 300_000;
 
@@ -59,11 +61,11 @@ for (const pc of providerCases()) {
       expect(Array.from(got.logits)).toEqual(Array.from(expected.logits));
       loaded.dispose();
 
-      // stories260K.bin holds the same weights (same weightsId) but is another model file: refused.
+      // stories260K.bin holds the same weights (same weightsId) but its tokenizer comes from tok512.bin: refused.
       const bin = await session(await loadModel(storiesBin!, { tokenizer: parseTokenizer(tok512!, 512) }));
       await bin.prefill([1, 300, 301]);
       const binBefore = await snapshot(bin);
-      await expectCodeAsync(() => bin.loadPromptCache(store, '/gguf.bin'), 'EINVAL', 'model-mismatch');
+      await expectCodeAsync(() => bin.loadPromptCache(store, '/gguf.bin'), 'EINVAL', 'tokenizer-mismatch');
       expect(await snapshot(bin)).toEqual(binBefore);
       bin.dispose();
 
