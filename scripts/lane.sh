@@ -8,6 +8,9 @@
 #   bench-session           the inference-session benchmark: its Chromium part (bench/session.browser.bench.ts)
 #                           then its Node part (bench/session.bench.ts), which merges both into
 #                           bench/results/session.json and prints the ratio table
+#   bench-models            the model benchmark: its Chromium part (bench/models.browser.bench.ts) then its
+#                           Node part (bench/models.bench.ts), which merges both into bench/results/models.json
+#                           and prints the tables
 # Extra arguments go to vitest (e.g. a file filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +43,12 @@ case "$lane" in
     rm -f bench/results/session.chromium.json
     npx vitest run --config bench/vitest.session-browser.config.ts "$@" || exit 1
     exec npx vitest run --config bench/vitest.bench.config.ts bench/session.bench.ts "$@"
+    ;;
+  bench-models)
+    # As bench-submit: the browser part's records merge only from this run.
+    rm -f bench/results/models.chromium.json
+    npx vitest run --config bench/vitest.models-browser.config.ts "$@" || exit 1
+    exec npx vitest run --config bench/vitest.bench.config.ts bench/models.bench.ts "$@"
     ;;
   *)
     echo "unknown lane: $lane" >&2
