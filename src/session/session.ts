@@ -258,6 +258,8 @@ const DEFAULT_MAX_TOKENS = 64;
  * when a stop token turns up.
  */
 export const DEFAULT_STEPS_AHEAD = 3;
+/** Refusals that only end the topping-up of steps ahead (runtime.chain's reasons). */
+const TOP_UP_REFUSALS: ReadonlySet<string> = new Set(['readback-pool-exhausted', 'chain-failed', 'chain-unproven']);
 /** Each step in flight holds one pooled readback staging buffer until its map ends (READBACK_POOL_LIMIT). */
 export const STEPS_AHEAD_LIMIT = READBACK_POOL_LIMIT - 1;
 const DEFAULT_LOOKAHEAD = 4;
@@ -1102,8 +1104,9 @@ export class TextSession {
               queue.steps.push(await forward.enqueue({ kind: 'device' }, queue.position + queue.steps.length, { readback: true }));
             } catch (err) {
               // Steps ahead are optional: with every readback buffer in flight (other work on this runtime)
-              // the pipeline is simply shallower this time.
-              if (isTenonError(err) && err.reason === 'readback-pool-exhausted') break;
+              // the pipeline is simply shallower this time; a chain that failed or could not be proven
+              // takes no more members, and the steps in it report that when they settle.
+              if (isTenonError(err) && TOP_UP_REFUSALS.has(err.reason ?? '')) break;
               throw err;
             }
           }
