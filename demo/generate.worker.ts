@@ -12,9 +12,8 @@
 import {
   TextSession,
   connectSession,
-  createHostProvider,
+  createProvider,
   createRuntime,
-  createWebGPUProvider,
   descriptorSource,
   isTenonError,
   loadModel,
@@ -23,7 +22,7 @@ import {
   sha256Hex,
   writeStream,
 } from 'tenon';
-import type { ByteSource, Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, Runtime, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
+import type { ByteSource, Descriptor, GeneratedToken, HostProvider, LoadedModel, MaterializeProgress, ProviderSelection, Runtime, Session, SessionObserver, StreamWriter, WebGPUProvider } from 'tenon';
 import type {
   ChatArgs,
   ChatResult,
@@ -114,19 +113,23 @@ const observer: SessionObserver = {
   },
 };
 
-async function makeProvider(): Promise<{ provider: Provider; fallback?: WireError }> {
-  if (choice === 'host') return { provider: createHostProvider() };
-  try {
-    const gpu = await createWebGPUProvider();
+/**
+ * The provider of the page's choice: createProvider's auto-selection (WebGPU on a hardware adapter, the host
+ * provider on a software adapter such as SwiftShader or without WebGPU), or the one forced. `fallback` is
+ * set when auto found no WebGPU at all, so the page says that WebGPU is missing.
+ */
+async function makeProvider(): Promise<{ provider: Provider; selection: ProviderSelection; fallback?: WireError }> {
+  const made = await createProvider(choice);
+  if (made.kind === 'webgpu') {
+    const gpu = made as WebGPUProvider;
     void gpu.lost.then((loss) => {
       // Only the provider in use matters; one replaced by a reload was lost (or destroyed) on purpose.
       if (gpu === provider) post({ event: 'device-lost', reason: loss.reason, message: loss.message });
     });
-    return { provider: gpu };
-  } catch (err) {
-    if (isTenonError(err, 'ENOTSUP')) return { provider: createHostProvider(), fallback: toWire(err) };
-    throw err;
   }
+  const { reason, message } = made.selection;
+  const missing = reason === 'no-webgpu' || reason === 'no-adapter';
+  return { provider: made, selection: made.selection, ...(missing ? { fallback: { code: 'ENOTSUP', reason, message } } : {}) };
 }
 
 /** Weights by lowering kind: tensor counts and file bytes from the model, device bytes from the session. */
@@ -210,6 +213,7 @@ async function start(): Promise<LoadResult> {
   }
   return {
     provider: provider.kind === 'webgpu' ? 'webgpu' : 'host',
+    selection: { requested: made.selection.requested, reason: made.selection.reason, message: made.selection.message },
     ...(made.fallback === undefined ? {} : { fallback: made.fallback }),
     ...(adapter === undefined ? {} : { adapter }),
     model: {

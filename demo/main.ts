@@ -248,7 +248,7 @@ function showMemory(m: MemoryReport | undefined): void {
 }
 
 function showAdapter(info: LoadResult): void {
-  const rows: [string, string][] = [['provider', info.provider === 'webgpu' ? 'WebGPU' : 'host (CPU)']];
+  const rows: [string, string][] = [['provider', info.provider === 'webgpu' ? 'WebGPU' : 'host (CPU)'], ['chosen', `${info.selection.requested}: ${info.selection.message}`]];
   if (info.adapter !== undefined) {
     rows.push(['vendor', info.adapter.vendor || '–'], ['architecture', info.adapter.architecture || '–'], ['description', info.adapter.description || '–']);
     rows.push(['fallback adapter', info.adapter.isFallbackAdapter === undefined ? 'unknown' : String(info.adapter.isFallbackAdapter)]);
@@ -261,6 +261,7 @@ function showAdapter(info: LoadResult): void {
   rows.push(['file', `${fmtBytes(m.fileBytes)} in OPFS, read in ${m.reads.count} ranges of at most ${fmtBytes(m.reads.largest)}`]);
   fill('adapter', rows);
   $('adapter').dataset['provider'] = info.provider;
+  $('adapter').dataset['providerReason'] = info.selection.reason;
 }
 
 /** Bytes and rate of the download in progress (the rate over the whole download so far). */
@@ -355,7 +356,8 @@ async function load(sources: { model: ModelSource; tokenizer: ModelSource | unde
       if (sources.tokenizer === undefined) throw new DemoError({ code: 'EINVAL', reason: 'no-tokenizer', op: 'demo.load', message: 'this is not a GGUF file, and a llama2.c checkpoint needs its tokenizer file (give its URL or pick it)' });
       t = await cacheModelSource(store, sources.tokenizer, { onProgress: onProgress('tokenizer') });
     }
-    const provider = $<HTMLSelectElement>('provider').value === 'host' ? 'host' : 'auto';
+    const picked = $<HTMLSelectElement>('provider').value;
+    const provider = picked === 'host' || picked === 'webgpu' ? picked : 'auto';
     const args: LoadArgs = { modelPath: m.path, ...(t === undefined ? {} : { tokenizerPath: t.path }), provider };
     const info = await worker.call('load', args);
     loaded = args;
@@ -376,6 +378,8 @@ async function load(sources: { model: ModelSource; tokenizer: ModelSource | unde
     showView(info.model.chat);
     if (info.fallback !== undefined) {
       message('warn', `WebGPU is not available in this browser (${describe(info.fallback)}). Running on tenon's host provider (CPU) instead: same results, slower.`);
+    } else if (info.selection.reason === 'fallback-adapter' || info.selection.reason === 'software-adapter') {
+      message('info', `Running on tenon's host provider (CPU): this browser's WebGPU adapter is emulated on the CPU (${info.selection.reason}), and the host provider is faster there. Pick "WebGPU (forced)" to run on it anyway.`);
     }
     setState('ready');
   } catch (err) {
@@ -723,7 +727,8 @@ async function main(): Promise<void> {
     $<HTMLInputElement>('model-url').value = query.get('model')!;
     $<HTMLInputElement>('tokenizer-url').value = query.get('tokenizer') ?? '';
   } else pick(query.get('pick') ?? EMBEDDED_MODEL);
-  if (query.get('provider') === 'host') $<HTMLSelectElement>('provider').value = 'host';
+  const forced = query.get('provider');
+  if (forced === 'host' || forced === 'webgpu') $<HTMLSelectElement>('provider').value = forced;
   if (query.has('prompt')) $<HTMLTextAreaElement>('prompt').value = query.get('prompt')!;
   if (query.has('maxTokens')) {
     $<HTMLInputElement>('max-tokens').value = query.get('maxTokens')!;

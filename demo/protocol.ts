@@ -17,8 +17,8 @@ export interface LoadArgs {
   readonly modelPath: string;
   /** Data-plane path of a llama2.c checkpoint's tokenizer; absent for GGUF. */
   readonly tokenizerPath?: string;
-  /** 'auto': WebGPU when this browser has it, else the host provider. */
-  readonly provider: 'auto' | 'host';
+  /** 'auto': createProvider's choice (WebGPU on a hardware adapter, else the host provider); or forced. */
+  readonly provider: 'auto' | 'webgpu' | 'host';
 }
 
 export interface AdapterSummary {
@@ -59,6 +59,8 @@ export interface ModelSummary {
 
 export interface LoadResult {
   readonly provider: 'webgpu' | 'host';
+  /** Why this provider runs (provider.selection). */
+  readonly selection: { readonly requested: string; readonly reason: string; readonly message: string };
   /** Why the host provider runs although 'auto' was asked (no WebGPU here). */
   readonly fallback?: WireError;
   readonly adapter?: AdapterSummary;

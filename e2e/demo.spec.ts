@@ -83,7 +83,8 @@ function expectGreedy(run: Run): void {
 }
 
 test('[SHIP-demo-greedy] the demo generates llama2.c\'s greedy continuation of "Once upon a time" on WebGPU and shows its speed', async ({ page }, testInfo) => {
-  await openDemo(page, 'maxTokens=40&promptCache=0');
+  // WebGPU forced: the demo's default (auto) runs the host provider on SwiftShader (demo-provider-auto.spec.ts)
+  await openDemo(page, 'maxTokens=40&promptCache=0&provider=webgpu');
   await expect(page.locator('#adapter')).toHaveAttribute('data-provider', 'webgpu');
   // The e2e lane runs on SwiftShader; the hardware lane runs this same test on a real GPU.
   if (testInfo.project.name === 'e2e') await expect(page.locator('#adapter')).toContainText('swiftshader');
@@ -158,7 +159,7 @@ test('[SHIP-demo-worker-kill] the generation worker terminated mid-stream: ECONN
 });
 
 test('[SHIP-demo-device-loss] the GPU device lost mid-generation: the page says so, "Reload model" builds a new provider and session, the next run is right', async ({ page }, testInfo) => {
-  await openDemo(page, 'maxTokens=200&promptCache=0');
+  await openDemo(page, 'maxTokens=200&promptCache=0&provider=webgpu');
   await expect(page.locator('#reload')).toBeHidden();
   await page.evaluate(() => (window as unknown as DemoWindow).tenonDemo.faults.loseDeviceAfterTokens(5));
   const broken = await generate(page);
