@@ -1,0 +1,445 @@
+// Host-provider benchmark (issue 12, acceptance point 1): `npm run bench:host`, one Node process, every
+// comparison side by side in interleaved rounds (so drift and other processes' load hit both sides):
+//   (a) 1024^3 (and 256^3) f32 matmul, a host-provider submission of the `matmul` op: WebAssembly SIMD
+//       kernels vs the scalar twins vs onnxruntime-web's wasm CPU provider on one thread;
+//   (b) qmatmul per lowering kind, matrix-vector at tiny-llama's sizes (the four linear shapes of a layer
+//       and the classifier, each dispatch repeated in one submission): WebAssembly vs scalar;
+//   (c) greedy decode tokens/s through TextSession (decode steps only; the prompt's prefill is untimed):
+//       stories260K (llama2.c checkpoint) and tiny-llama per lowering kind (f32, F16, Q8_0, Q4_0,
+//       Q4_K_M, Q6_K), WebAssembly vs scalar.
+// Every row is host CPU (bench/report.ts: HOST_CPU label, ratio table, bench/results/host.json with the
+// machine and its load). The JSON also holds the issue's reference figures (llama2.c and llama.cpp
+// measured on this machine kind, not in this run) and which aims were met, with the note printed below
+// the tables. Nothing here asserts anything about time; a side that computes differently throws, and each
+// side's kernel counters (runtime.hostKernels()) prove which path ran.
+import os from 'node:os';
+import * as ort from 'onnxruntime-web';
+import { it } from 'vitest';
+import { LOWERING_KINDS } from '../src/model/index.js';
+import {
+  OPS,
+  QMATMUL,
+  TextSession,
+  createAllocationGroup,
+  createHostProvider,
+  createRuntime,
+  fromArray,
+  loadModel,
+  packedRowLayout,
+  parseLlamaModel,
+  parseTokenizer,
+  zeros,
+} from '../src/index.js';
+import type { AllocationGroup, CompiledGraph, DescriptorSlot, HostKernelChoice, HostKernelStats, HostProvider, PackedKind, Runtime } from '../src/index.js';
+import { readGgufFixture } from '../contracts/support/gguf-fixtures.js';
+import { readModelFixture } from '../contracts/support/models.js';
+import { randomGgufRows } from '../contracts/ops/qmatmul-blocks.js';
+import { HOST_CPU, formatPairTable, machineInfo, median, pairResult, writeResults } from './report.js';
+import type { PairResult } from './report.js';
+import { matmulModel } from './submit/onnx.js';
+
+/** The issue's reference figures, one thread on this machine kind (issue 12). */
+const REFERENCE = {
+  llama2cRunO3StoriesTokS: 5000,
+  llamaCppStoriesTokS: 8000,
+  llamaCppTinyLlamaTokS: { f32: 2840, F16: 2540, Q8_0: 3290, Q4_0: 4100, Q4_K_M: 3290, Q6_K: 3220 } as Record<string, number>,
+  scalarStoriesTokS: '1190-1250 (tenon generate --provider host, before this work)',
+};
+const AIMS = { matmulVsOrtAtMost: 1.5, tinyLlamaVsLlamaCppAtLeast: 0.7, q4q8SpeedupAtLeast: 3 };
+
+/** tiny-llama's linear shapes [N, K]: q/o (and k/v at 128 rows), FFN gate/up, FFN down, classifier. */
+const TINY_LLAMA_SHAPES: readonly (readonly [number, number])[] = [[256, 256], [128, 256], [768, 256], [256, 768], [512, 256]];
+const QMATMUL_REPEATS = 8;
+const DECODE_STEPS = 200;
+const DECODE_PROMPT = 'Once upon a time';
+const TINY_LLAMA: readonly (readonly [string, string])[] = [
+  ['f32', 'tiny-llama-f32.gguf'],
+  ['F16', 'tiny-llama-F16.gguf'],
+  ['Q8_0', 'tiny-llama-Q8_0.gguf'],
+  ['Q4_0', 'tiny-llama-Q4_0.gguf'],
+  ['Q4_K_M', 'tiny-llama-Q4_K_M.gguf'],
+  ['Q6_K', 'tiny-llama-Q6_K.gguf'],
+];
+
+interface Side {
+  readonly name: string;
+  /** One round; returns the milliseconds of its timed part, or nothing when the whole round is timed. */
+  run(): Promise<number | void>;
+}
+
+interface Timing {
+  median: number;
+  min: number;
+  max: number;
+  rounds: number;
+}
+
+/** Interleaved rounds (order alternating) after `warmup` untimed ones; median, min and max ms per side. */
+async function interleaved(sides: readonly Side[], rounds: number, warmup = 1): Promise<Timing[]> {
+  for (let w = 0; w < warmup; w++) for (const s of sides) await s.run();
+  const times = sides.map(() => [] as number[]);
+  for (let r = 0; r < rounds; r++) {
+    const order = sides.map((_, i) => i);
+    if (r % 2 === 1) order.reverse();
+    for (const i of order) {
+      const t0 = performance.now();
+      const timed = await sides[i]!.run();
+      times[i]!.push(typeof timed === 'number' ? timed : performance.now() - t0);
+    }
+  }
+  return times.map((t) => ({ median: median(t), min: Math.min(...t), max: Math.max(...t), rounds }));
+}
+
+/** A runtime's kernel counters, checked: the `wasm` side ran WebAssembly kernels, the `scalar` side none. */
+function kernelCounts(name: string, runtime: Runtime, label: string): HostKernelStats {
+  const stats = runtime.hostKernels()!;
+  const ok = name === 'wasm' ? stats.kind === 'wasm-simd' && stats.wasmDispatches > 0 : stats.kind === 'scalar' && stats.wasmDispatches === 0;
+  if (!ok) throw new Error(`${label}: the ${name} side ran ${JSON.stringify(stats)}`);
+  return stats;
+}
+
+/** One submission of `graph` over `group`, waited; returns the group for the next one. */
+async function submit(runtime: Runtime, graph: CompiledGraph, group: AllocationGroup): Promise<AllocationGroup> {
+  const outcome = await (await runtime.submit(graph, group)).wait();
+  if (outcome.kind !== 'completed') throw new Error(`${graph.name}: ${outcome.kind}`);
+  return outcome.bundle.intoGroup().group;
+}
+
+async function readF32(group: AllocationGroup, slot: DescriptorSlot): Promise<Float32Array> {
+  using v = group.view<'f32'>(slot);
+  return await v.toArray();
+}
+
+/** A host runtime per kernel choice over its own provider. */
+function runtimes(): Record<'wasm' | 'scalar', { provider: HostProvider; runtime: Runtime }> {
+  const make = (choice: HostKernelChoice) => {
+    const provider = createHostProvider();
+    return { provider, runtime: createRuntime(provider, { hostKernels: choice }) };
+  };
+  return { wasm: make('wasm'), scalar: make('scalar') };
+}
+
+function pseudoRandom(n: number, seed: number): Float32Array {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = s / 2 ** 32 - 0.5;
+  }
+  return out;
+}
+
+interface MatmulRow {
+  size: number;
+  rounds: number;
+  wasmMs: number;
+  scalarMs: number;
+  ortMs: number;
+  wasmGflops: number;
+  ortGflops: number;
+  wasmVsOrt: number;
+  scalarVsWasm: number;
+  maxRelDiffVsOrt: number;
+}
+
+async function matmulCase(size: number, rounds: number): Promise<MatmulRow> {
+  ort.env.wasm.numThreads = 1;
+  const [m, n, k] = [size, size, size];
+  const a = pseudoRandom(m * k, 11);
+  const b = pseudoRandom(k * n, 12);
+  const session = await ort.InferenceSession.create(matmulModel(m, k, n), { executionProviders: ['wasm'] });
+  const feeds = { A: new ort.Tensor('float32', a, [m, k]), B: new ort.Tensor('float32', b, [k, n]) };
+  const rts = runtimes();
+  const sides: Record<string, { graph: CompiledGraph; group: AllocationGroup; out: DescriptorSlot; runtime: Runtime }> = {};
+  for (const [name, { provider, runtime }] of Object.entries(rts)) {
+    const group = createAllocationGroup();
+    const sa = group.insert(await fromArray(provider, 'f32', a, [m, k])).descriptor;
+    const sb = group.insert(await fromArray(provider, 'f32', b, [k, n])).descriptor;
+    const so = group.insert(await zeros(provider, 'f32', [m, n])).descriptor;
+    const graph = runtime.compile({
+      name: `matmul${size}`,
+      inputs: { a: { slot: sa, dtype: 'f32', shape: [m, k] }, b: { slot: sb, dtype: 'f32', shape: [k, n] }, out: { slot: so, dtype: 'f32', shape: [m, n] } },
+      dispatches: [{ kernel: OPS.matmul, bind: ['a', 'b', 'out'], params: { m, n, k } }],
+      outputs: ['out'],
+    });
+    sides[name] = { graph, group, out: so, runtime };
+  }
+  const theirs = (await session.run(feeds))['C']!.data as Float32Array;
+  let diff = 0;
+  for (const s of Object.values(sides)) {
+    s.group = await submit(s.runtime, s.graph, s.group);
+    const ours = await readF32(s.group, s.out);
+    for (let i = 0; i < ours.length; i++) diff = Math.max(diff, Math.abs(ours[i]! - theirs[i]!) / (1 + Math.abs(theirs[i]!)));
+  }
+  if (!(diff <= 1e-3)) throw new Error(`matmul ${size}: tenon and onnxruntime-web differ (${diff})`);
+  const step = (s: (typeof sides)[string]) => async () => void (s.group = await submit(s.runtime, s.graph, s.group));
+  const [w, sc, o] = await interleaved(
+    [
+      { name: 'wasm', run: step(sides['wasm']!) },
+      { name: 'scalar', run: step(sides['scalar']!) },
+      { name: 'ort', run: async () => void (await session.run(feeds)) },
+    ],
+    rounds,
+  );
+  await session.release();
+  for (const [name, s] of Object.entries(sides)) {
+    kernelCounts(name, s.runtime, `matmul ${size}`);
+    s.group.dispose();
+    s.graph.dispose();
+  }
+  const gflops = (ms: number) => (2 * m * n * k) / (ms * 1e6);
+  return {
+    size,
+    rounds,
+    wasmMs: w!.median,
+    scalarMs: sc!.median,
+    ortMs: o!.median,
+    wasmGflops: gflops(w!.median),
+    ortGflops: gflops(o!.median),
+    wasmVsOrt: w!.median / o!.median,
+    scalarVsWasm: sc!.median / w!.median,
+    maxRelDiffVsOrt: diff,
+  };
+}
+
+interface QmatmulRow {
+  kind: PackedKind;
+  rounds: number;
+  wasmUsPerLayer: number;
+  scalarUsPerLayer: number;
+  speedup: number;
+  wasmGBs: number;
+}
+
+/** Matrix-vector qmatmul of one kind over tiny-llama's shapes, QMATMUL_REPEATS times per submission. */
+async function qmatmulCase(kind: PackedKind, rounds: number): Promise<QmatmulRow> {
+  const rts = runtimes();
+  const results: Record<string, { graph: CompiledGraph; group: AllocationGroup; outs: DescriptorSlot[]; runtime: Runtime }> = {};
+  let weightBytes = 0;
+  for (const [name, { provider, runtime }] of Object.entries(rts)) {
+    const group = createAllocationGroup();
+    const inputs: Record<string, { slot: DescriptorSlot; dtype: 'f32' | 'u32'; shape: number[] }> = {};
+    const dispatches = [];
+    const outs: DescriptorSlot[] = [];
+    weightBytes = 0;
+    for (const [i, [n, k]] of TINY_LLAMA_SHAPES.entries()) {
+      const layout = packedRowLayout(kind, k);
+      const packed = LOWERING_KINDS[kind].repack(randomGgufRows(kind, n, k, 100 + i), k);
+      weightBytes += packed.byteLength;
+      const dtype = kind === 'F32' ? 'f32' : 'u32';
+      const sx = group.insert(await fromArray(provider, 'f32', pseudoRandom(k, 200 + i), [1, k])).descriptor;
+      const sw = group.insert(dtype === 'f32' ? await fromArray(provider, 'f32', new Float32Array(packed.buffer), [n, k]) : await fromArray(provider, 'u32', packed, [n, layout.rowWords])).descriptor;
+      const so = group.insert(await zeros(provider, 'f32', [1, n])).descriptor;
+      inputs[`x${i}`] = { slot: sx, dtype: 'f32', shape: [1, k] };
+      inputs[`w${i}`] = { slot: sw, dtype, shape: [n, layout.rowWords] };
+      inputs[`o${i}`] = { slot: so, dtype: 'f32', shape: [1, n] };
+      outs.push(so);
+      for (let r = 0; r < QMATMUL_REPEATS; r++) dispatches.push({ kernel: QMATMUL[kind].plain, bind: [`x${i}`, `w${i}`, `o${i}`], params: { m: 1, n, k } });
+    }
+    const graph = runtime.compile({ name: `qmatmul ${kind}`, inputs, dispatches, outputs: [] });
+    results[name] = { graph, group, outs, runtime };
+  }
+  for (const s of Object.values(results)) s.group = await submit(s.runtime, s.graph, s.group);
+  for (const [i] of TINY_LLAMA_SHAPES.entries()) {
+    const w = await readF32(results['wasm']!.group, results['wasm']!.outs[i]!);
+    const sc = await readF32(results['scalar']!.group, results['scalar']!.outs[i]!);
+    for (let j = 0; j < w.length; j++) if (!(Math.abs(w[j]! - sc[j]!) <= 1e-3 * (1 + Math.abs(sc[j]!)))) throw new Error(`qmatmul ${kind}: wasm and scalar differ at ${j}: ${w[j]} vs ${sc[j]}`);
+  }
+  const step = (s: (typeof results)[string]) => async () => void (s.group = await submit(s.runtime, s.graph, s.group));
+  const [w, sc] = await interleaved([{ name: 'wasm', run: step(results['wasm']!) }, { name: 'scalar', run: step(results['scalar']!) }], rounds);
+  for (const [name, s] of Object.entries(results)) {
+    kernelCounts(name, s.runtime, `qmatmul ${kind}`);
+    s.group.dispose();
+    s.graph.dispose();
+  }
+  const perLayer = (ms: number) => (ms * 1000) / QMATMUL_REPEATS;
+  return {
+    kind,
+    rounds,
+    wasmUsPerLayer: perLayer(w!.median),
+    scalarUsPerLayer: perLayer(sc!.median),
+    speedup: sc!.median / w!.median,
+    wasmGBs: (weightBytes * QMATMUL_REPEATS) / (w!.median * 1e6),
+  };
+}
+
+interface DecodeRow {
+  model: string;
+  rounds: number;
+  wasmTokS: number;
+  scalarTokS: number;
+  speedup: number;
+  /** Leading greedy ids on which both sides agree (f32 lanes vs f64 sums can part on near ties). */
+  agreeingIds: number;
+  wasmDispatchesPerToken: number;
+  reference?: number;
+  wasmVsReference?: number;
+}
+
+type SessionSource = { model: Awaited<ReturnType<typeof loadModel>> } | { model: ReturnType<typeof parseLlamaModel>; tokenizer: ReturnType<typeof parseTokenizer> };
+
+async function decodeCase(label: string, source: SessionSource, rounds: number, reference?: number): Promise<DecodeRow> {
+  const rts = runtimes();
+  const sessions: Record<string, TextSession> = {};
+  for (const [name, { runtime }] of Object.entries(rts)) {
+    sessions[name] = 'tokenizer' in source
+      ? await TextSession.create({ runtime, model: source.model, tokenizer: source.tokenizer, maxSeq: 512 })
+      : await TextSession.create({ runtime, model: source.model, maxSeq: 512 });
+  }
+  const tokenizer = sessions['wasm']!.tokenizer;
+  const prompt = tokenizer.encode(DECODE_PROMPT, { bos: true });
+  const ids: Record<string, number[]> = {};
+  const side = (name: string): Side => ({
+    name,
+    async run() {
+      const s = sessions[name]!;
+      await s.reset();
+      let next = (await s.prefill(prompt)).argmax;
+      const out = [next];
+      const t0 = performance.now();
+      for (let i = 0; i < DECODE_STEPS; i++) {
+        next = (await s.decode(next)).argmax;
+        out.push(next);
+      }
+      const ms = performance.now() - t0;
+      ids[name] = out;
+      return ms;
+    },
+  });
+  const before = rts.wasm.runtime.hostKernels()!.wasmDispatches;
+  const [w, sc] = await interleaved([side('wasm'), side('scalar')], rounds);
+  const wasmDispatches = rts.wasm.runtime.hostKernels()!.wasmDispatches - before;
+  for (const name of ['wasm', 'scalar'] as const) kernelCounts(name, rts[name].runtime, label);
+  let agree = 0;
+  while (agree < ids['wasm']!.length && ids['wasm']![agree] === ids['scalar']![agree]) agree++;
+  for (const s of Object.values(sessions)) s.dispose();
+  const tokS = (ms: number) => (DECODE_STEPS * 1000) / ms;
+  const row: DecodeRow = {
+    model: label,
+    rounds,
+    wasmTokS: tokS(w!.median),
+    scalarTokS: tokS(sc!.median),
+    speedup: sc!.median / w!.median,
+    agreeingIds: agree,
+    // Warm-up and timed rounds, prefill included: an upper bound per decode step.
+    wasmDispatchesPerToken: wasmDispatches / ((rounds + 1) * (DECODE_STEPS + 1)),
+  };
+  if (agree < 20) console.warn(`${label}: wasm and scalar greedy ids agree for ${agree} tokens only`);
+  return reference === undefined ? row : { ...row, reference, wasmVsReference: row.wasmTokS / reference };
+}
+
+/** Said when other processes kept the cores busy (a load average above the core count at the start). */
+function loadWarning(loadAtStart: number[]): string | undefined {
+  const cores = os.cpus().length;
+  const load = loadAtStart[0]!;
+  if (load <= cores) return undefined;
+  return `load average ${load.toFixed(1)} on ${cores} cores at the start: every absolute figure is slowed by other processes (both sides of a row shared the load, so ratios hold better than figures)`;
+}
+
+/** One aim: met or not, the measured figure and what it is compared with. */
+interface Aim {
+  readonly aim: string;
+  readonly met: boolean;
+  readonly measured: string;
+}
+
+function aimLines(aims: readonly Aim[]): string[] {
+  return aims.map((a) => `  ${a.met ? 'met   ' : 'missed'}  ${a.aim}: ${a.measured}`);
+}
+
+it('bench:host', async () => {
+  const loadAtStart = os.loadavg();
+  const matmul: MatmulRow[] = [];
+  for (const [size, rounds] of [[256, 9], [1024, 3]] as const) matmul.push(await matmulCase(size, rounds));
+  const qmatmul: QmatmulRow[] = [];
+  for (const kind of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q6_K'] as const) qmatmul.push(await qmatmulCase(kind, 7));
+  const decode: DecodeRow[] = [];
+  const stories = await readModelFixture('stories260K.bin');
+  const tok512 = await readModelFixture('tok512.bin');
+  if (stories !== undefined && tok512 !== undefined) {
+    const model = parseLlamaModel(stories);
+    decode.push(await decodeCase('stories260K (llama2.c .bin)', { model, tokenizer: parseTokenizer(tok512, model.config.vocabSize) }, 5, REFERENCE.llama2cRunO3StoriesTokS));
+  }
+  for (const [kind, file] of TINY_LLAMA) {
+    const bytes = await readGgufFixture(file as never);
+    if (bytes === undefined) continue;
+    decode.push(await decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, 3, REFERENCE.llamaCppTinyLlamaTokS[kind]));
+  }
+
+  const big = matmul.find((r) => r.size === 1024)!;
+  const q = (k: PackedKind) => qmatmul.find((r) => r.kind === k)!;
+  const storiesRow = decode.find((r) => r.model.startsWith('stories'));
+  const tinyRows = decode.filter((r) => r.model.startsWith('tiny-llama'));
+  const x = (v: number) => `${v.toFixed(2)}x`;
+  const aims: Aim[] = [
+    { aim: `1024^3 matmul within ${AIMS.matmulVsOrtAtMost}x of onnxruntime-web's single-thread time`, met: big.wasmVsOrt <= AIMS.matmulVsOrtAtMost, measured: `${big.wasmMs.toFixed(1)} ms vs ${big.ortMs.toFixed(1)} ms (${x(big.wasmVsOrt)})` },
+    ...(storiesRow === undefined
+      ? []
+      : [
+          { aim: `stories260K decode at or above llama2.c run.c -O3 (${REFERENCE.llama2cRunO3StoriesTokS} tok/s)`, met: storiesRow.wasmTokS >= REFERENCE.llama2cRunO3StoriesTokS, measured: `${storiesRow.wasmTokS.toFixed(0)} tok/s` },
+          { aim: `stretch: stories260K decode at or above llama.cpp (${REFERENCE.llamaCppStoriesTokS} tok/s)`, met: storiesRow.wasmTokS >= REFERENCE.llamaCppStoriesTokS, measured: `${storiesRow.wasmTokS.toFixed(0)} tok/s` },
+        ]),
+    ...tinyRows.map((r) => ({
+      aim: `${r.model} decode at or above ${AIMS.tinyLlamaVsLlamaCppAtLeast}x llama.cpp (${r.reference} tok/s)`,
+      met: (r.wasmVsReference ?? 0) >= AIMS.tinyLlamaVsLlamaCppAtLeast,
+      measured: `${r.wasmTokS.toFixed(0)} tok/s (${x(r.wasmVsReference ?? 0)})`,
+    })),
+    ...(['Q4_0', 'Q8_0'] as const).map((k) => ({
+      aim: `${k} qmatmul kernel at least ${AIMS.q4q8SpeedupAtLeast}x the scalar path`,
+      met: q(k).speedup >= AIMS.q4q8SpeedupAtLeast,
+      measured: x(q(k).speedup),
+    })),
+    ...tinyRows.filter((r) => /Q4_0|Q8_0/.test(r.model)).map((r) => ({
+      aim: `${r.model} decode at least ${AIMS.q4q8SpeedupAtLeast}x the scalar path`,
+      met: r.speedup >= AIMS.q4q8SpeedupAtLeast,
+      measured: x(r.speedup),
+    })),
+  ];
+
+  const pairs: PairResult[] = [
+    ...matmul.map((r) =>
+      pairResult({ case: `matmul ${r.size}^3 f32`, baseline: 'onnxruntime-web wasm, 1 thread', candidate: 'tenon host wasm-simd', baselineMedianMs: r.ortMs, candidateMedianMs: r.wasmMs, rounds: r.rounds }),
+    ),
+    ...matmul.map((r) =>
+      pairResult({ case: `matmul ${r.size}^3 f32`, baseline: 'tenon host scalar', candidate: 'tenon host wasm-simd', baselineMedianMs: r.scalarMs, candidateMedianMs: r.wasmMs, rounds: r.rounds }),
+    ),
+    ...qmatmul.map((r) =>
+      pairResult({ case: `qmatmul ${r.kind} matrix-vector, tiny-llama layer`, baseline: 'tenon host scalar', candidate: 'tenon host wasm-simd', baselineMedianMs: r.scalarUsPerLayer / 1000, candidateMedianMs: r.wasmUsPerLayer / 1000, rounds: r.rounds }),
+    ),
+    ...decode.map((r) =>
+      pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host scalar', candidate: 'tenon host wasm-simd', baselineMedianMs: 1000 / r.scalarTokS, candidateMedianMs: 1000 / r.wasmTokS, rounds: r.rounds }),
+    ),
+  ];
+
+  const lines: string[] = [];
+  lines.push(...formatPairTable('bench:host (host provider, Node, one thread; ratio = wasm-simd time / baseline time)', pairs));
+  lines.push('', `host matmul (f32, one thread)      wasm ms  scalar ms   ORT ms  wasm GF/s  ORT GF/s  wasm/ORT  scalar/wasm  measured on`);
+  for (const r of matmul) {
+    lines.push(`  ${`${r.size}^3`.padEnd(32)}${r.wasmMs.toFixed(2).padStart(8)}${r.scalarMs.toFixed(2).padStart(11)}${r.ortMs.toFixed(2).padStart(9)}${r.wasmGflops.toFixed(1).padStart(11)}${r.ortGflops.toFixed(1).padStart(10)}${r.wasmVsOrt.toFixed(2).padStart(10)}${r.scalarVsWasm.toFixed(1).padStart(13)}  ${HOST_CPU.measuredOn}`);
+  }
+  lines.push('', `qmatmul matrix-vector, tiny-llama shapes (us per ${TINY_LLAMA_SHAPES.map(([n, k]) => `${n}x${k}`).join(' + ')})`, '  kind        wasm us  scalar us  speedup  wasm GB/s  measured on');
+  for (const r of qmatmul) lines.push(`  ${r.kind.padEnd(10)}${r.wasmUsPerLayer.toFixed(1).padStart(9)}${r.scalarUsPerLayer.toFixed(1).padStart(11)}${r.speedup.toFixed(1).padStart(9)}${r.wasmGBs.toFixed(1).padStart(11)}  ${HOST_CPU.measuredOn}`);
+  lines.push('', `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed)`, '  model                          wasm tok/s  scalar tok/s  speedup  reference  wasm/ref  same ids  measured on');
+  for (const r of decode) {
+    lines.push(`  ${r.model.padEnd(31)}${r.wasmTokS.toFixed(0).padStart(11)}${r.scalarTokS.toFixed(0).padStart(14)}${r.speedup.toFixed(1).padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.wasmVsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.agreeingIds).padStart(10)}  ${HOST_CPU.measuredOn}`);
+  }
+  const machine = machineInfo(loadAtStart);
+  const loadNote = loadWarning(loadAtStart);
+  if (loadNote !== undefined) lines.push('', `note: ${loadNote}`);
+  lines.push('', 'aims of issue 12, acceptance 1 (references: the issue\'s figures for llama2.c and llama.cpp on this machine kind, not this run):', ...aimLines(aims));
+  console.log(lines.join('\n'));
+
+  const file = writeResults('host', pairs, {
+    machine,
+    ...(loadNote === undefined ? {} : { loadNote }),
+    peers: { matmul: 'onnxruntime-web 1.30.0 wasm execution provider, numThreads 1 (Node)' },
+    reference: REFERENCE,
+    aims,
+    aimsMet: `${aims.filter((a) => a.met).length} of ${aims.length}`,
+    aimsNote: 'Every side ran in this one process, rounds interleaved. Reference figures come from the issue (llama2.c run.c -O3 and llama.cpp llama-bench tg128, one thread, on this machine kind), not from this run.',
+    matmul: matmul.map((r) => ({ ...r, ...HOST_CPU })),
+    qmatmul: qmatmul.map((r) => ({ ...r, ...HOST_CPU })),
+    decode: decode.map((r) => ({ ...r, ...HOST_CPU })),
+  });
+  console.log(`\nwrote ${file}`);
+}, 3_600_000);
