@@ -1,0 +1,204 @@
+// Plan: the forward's fused per-layer dispatch list (kernels 'fused': WebGPU's default) against the
+// op-by-op list it replaces ('unfused'), on every provider of the lane (the host runs the fused ops' host
+// twins when asked), with real model fixtures:
+// (1) TS-fused-forward: stories260K (F32, llama2.c) and tiny-llama-Q4_K_M (Q4_K and Q6_K mixed inside a
+//     layer, untied Q6_K classifier): a batched pass with per-row logits and, for stories260K, greedy decode
+//     steps, fused within 2e-4·(1 + |logit|) of unfused with the same argmax everywhere, and stories260K's
+//     greedy continuation equal to llama2.c's published ids through the fused list;
+// (2) TS-fused-dispatches: a decode step is 5 dispatches per layer + 3 (embedding, classifier with the final
+//     norm folded in, argmax) fused and 17 per layer + 4 unfused; a cache longer than attentionSplit adds
+//     one dispatch per layer (the combine), and then split attention gives the unsplit logits within
+//     2e-4·(1 + |logit|) at every decode position;
+// (3) TS-fused-split: with every Q, K, V, O and FFN matrix split by rows under a 6 KiB binding limit, the
+//     fused list's logits are bit-identical to the unsplit fused run at every position of a prompt and its
+//     greedy continuation (parts written in place; split Q/K/V through fused_norm_matmul and
+//     fused_rope_kv; batched steps with split FFN matrices: TS-split-bindings);
+// (4) bad kernel options are refused before anything is allocated.
+import { describe, expect, it } from 'vitest';
+import { LlamaForward, createHostProvider, createRuntime, createWebGPUProvider, loadModel, planWeights } from '../../src/index.js';
+import type { HostProvider, LoadedModel, LlamaForwardOptions, StepResult, WebGPUProvider } from '../../src/index.js';
+import { expectCodeAsync } from '../support/expect-error.js';
+import { readGgufFixture } from '../support/gguf-fixtures.js';
+import { readModelFixture } from '../support/models.js';
+import { inBrowser, providerCases } from '../support/providers.js';
+import type { ProviderCase } from '../support/providers.js';
+
+const stories = await readModelFixture('stories260K.bin');
+const tok512 = await readModelFixture('tok512.bin');
+const tinyLlama = await readGgufFixture('tiny-llama-Q4_K_M.gguf');
+
+/** |fused - unfused| <= TOL·(1 + |unfused|): f32 sums in another order (and f32 vs f64 norms on the host). */
+const TOL = 2e-4;
+const KIB = 1024;
+const TIMEOUT = 600_000;
+/** "Once upon a time" and llama2.c's greedy continuation (../shared/models/README.md). */
+const PROMPT = [1, 403, 407, 261, 378];
+const KNOWN_CONTINUATION = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
+/** Dispatches per layer and per step of a decode step (see the module comment of src/session/llama.ts). */
+const FUSED_PER_LAYER = 5;
+const FUSED_PER_STEP = 3;
+const UNFUSED_PER_LAYER = 17;
+const UNFUSED_PER_STEP = 4;
+
+function expectNear(got: Float32Array, want: Float32Array, label: string): void {
+  expect(got.length, `${label}: length`).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    if (!(Math.abs(got[i]! - want[i]!) <= TOL * (1 + Math.abs(want[i]!)))) expect.fail(`${label}: logit ${i} is ${got[i]}, unfused ${want[i]}`);
+  }
+}
+
+function expectSameBits(got: Float32Array, want: Float32Array, label: string): void {
+  expect(got.length, `${label}: length`).toBe(want.length);
+  const a = new Uint32Array(got.buffer, got.byteOffset, got.length);
+  const b = new Uint32Array(want.buffer, want.byteOffset, want.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) expect.fail(`${label}: logit ${i} is ${got[i]}, unsplit ${want[i]}`);
+}
+
+function destroy(p: HostProvider | WebGPUProvider | undefined): void {
+  if (p?.kind === 'webgpu') (p as WebGPUProvider).destroy();
+}
+
+/** Greedy decode from the prompt's batched pass: `steps` more tokens, each step's result. */
+async function greedy(f: LlamaForward, prompt: readonly number[], steps: number): Promise<{ ids: number[]; results: StepResult[] }> {
+  const ids: number[] = [];
+  const results: StepResult[] = [];
+  let r = await f.run(prompt, 0);
+  for (let s = 0; s < steps; s++) {
+    ids.push(r.argmax);
+    results.push(r);
+    r = await f.run([r.argmax], prompt.length + s);
+  }
+  return { ids, results };
+}
+
+async function pair(pc: ProviderCase, model: LoadedModel, options: LlamaForwardOptions): Promise<{ fused: LlamaForward; unfused: LlamaForward; provider: HostProvider | WebGPUProvider }> {
+  const provider = await pc.make();
+  const runtime = createRuntime(provider);
+  const fused = await LlamaForward.create(runtime, model, { ...options, kernels: 'fused', decode: 'plain' });
+  const unfused = await LlamaForward.create(runtime, model, { ...options, kernels: 'unfused', decode: 'plain' });
+  return { fused, unfused, provider };
+}
+
+for (const pc of providerCases()) {
+  describe(`fused dispatch list on ${pc.name}`, () => {
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-forward][TS-fused-dispatches] stories260K: fused logits within 2e-4 of unfused, batched and decode, llama2.c greedy ids, 5 dispatches per layer + 3', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      const { fused, unfused, provider } = await pair(pc, model, { maxSeq: 64, maxBatch: 16 });
+      try {
+        expect(fused.kernels).toBe('fused');
+        expect(unfused.kernels).toBe('unfused');
+        const layers = model.config.layers;
+        expect(fused.stepDispatches(1)).toBe(FUSED_PER_LAYER * layers + FUSED_PER_STEP);
+        expect(unfused.stepDispatches(1)).toBe(UNFUSED_PER_LAYER * layers + UNFUSED_PER_STEP);
+        const tokens = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315];
+        const a = await fused.run(tokens, 0, { allRows: true });
+        const b = await unfused.run(tokens, 0, { allRows: true });
+        expect(a.argmaxRows).toEqual(b.argmaxRows);
+        expectNear(a.rowLogits, b.rowLogits, 'batched');
+        const ga = await greedy(fused, PROMPT, KNOWN_CONTINUATION.length);
+        const gb = await greedy(unfused, PROMPT, KNOWN_CONTINUATION.length);
+        expect(ga.ids).toEqual(KNOWN_CONTINUATION);
+        expect(gb.ids).toEqual(KNOWN_CONTINUATION);
+        ga.results.forEach((r, s) => expectNear(r.logits, gb.results[s]!.logits, `decode step ${s}`));
+      } finally {
+        fused.dispose();
+        unfused.dispose();
+        destroy(provider);
+      }
+    }, TIMEOUT);
+
+    it.skipIf(tinyLlama === undefined)('[TS-fused-forward] tiny-llama-Q4_K_M (Q4_K and Q6_K in one layer, untied Q6_K classifier): batched logits within 2e-4 of unfused, same argmax', async () => {
+      const model = await loadModel(tinyLlama!);
+      const { fused, unfused, provider } = await pair(pc, model, { maxSeq: 16, maxBatch: 8 });
+      try {
+        // Some layer mixes kinds (Q4_K_M puts attn_v and ffn_down of later layers in Q6_K): one fused Q/K/V dispatch reads two kinds.
+        const mixed = Array.from({ length: model.config.layers }, (_, l) => new Set(model.tensors.filter((t) => t.layer === l && t.geometry.shape.length === 2).map((t) => t.kind.name)).size);
+        expect(Math.max(...mixed)).toBeGreaterThan(1);
+        const tokens = [1, 415, 293, 90, 285, 114];
+        const a = await fused.run(tokens, 0, { allRows: true });
+        const b = await unfused.run(tokens, 0, { allRows: true });
+        expect(a.argmaxRows).toEqual(b.argmaxRows);
+        expectNear(a.rowLogits, b.rowLogits, 'batched');
+      } finally {
+        fused.dispose();
+        unfused.dispose();
+        destroy(provider);
+      }
+    }, TIMEOUT);
+
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-dispatches] a cache past attentionSplit positions: decode attention split over positions + combine (one dispatch more per layer), logits within 2e-4 of the unsplit attention', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      const provider = await pc.make();
+      const runtime = createRuntime(provider);
+      const split = await LlamaForward.create(runtime, model, { maxSeq: 64, maxBatch: 16, kernels: 'fused', decode: 'plain', attentionSplit: 4 });
+      const whole = await LlamaForward.create(runtime, model, { maxSeq: 64, maxBatch: 16, kernels: 'fused', decode: 'plain' });
+      try {
+        const layers = model.config.layers;
+        expect(split.stepDispatches(1)).toBe((FUSED_PER_LAYER + 1) * layers + FUSED_PER_STEP);
+        expect(whole.stepDispatches(1)).toBe(FUSED_PER_LAYER * layers + FUSED_PER_STEP);
+        // Batched steps keep one attention dispatch per layer.
+        expect(split.stepDispatches(4)).toBe(whole.stepDispatches(4));
+        const steps = 14;
+        const a = await greedy(split, PROMPT, steps);
+        const b = await greedy(whole, PROMPT, steps);
+        expect(a.ids).toEqual(b.ids);
+        a.results.forEach((r, s) => expectNear(r.logits, b.results[s]!.logits, `decode at position ${PROMPT.length + s - 1}`));
+      } finally {
+        split.dispose();
+        whole.dispose();
+        destroy(provider);
+      }
+    }, TIMEOUT);
+
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-split] every Q, K, V and FFN matrix split by rows under a 6 KiB binding: fused logits bit-identical to the unsplit fused run at every position', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      // 6 KiB splits attn_k and attn_v (8 KiB) too; the split embedding's scratch then allows one row per step.
+      const limit = 6 * KIB;
+      const plain = await pc.make();
+      const small = pc.kind === 'host'
+        ? createHostProvider({ maxAllocationBytes: limit, ...(inBrowser ? { shared: true } : {}) })
+        : await createWebGPUProvider({ ...(inBrowser ? {} : { gpu: (globalThis as { __tenonNodeGPU?: GPU }).__tenonNodeGPU! }), limits: { maxBufferSize: limit, maxStorageBufferBindingSize: limit } });
+      const options = { maxSeq: 16, maxBatch: 1, kernels: 'fused', decode: 'plain' } as const;
+      try {
+        const split = planWeights(model, small).tensors;
+        for (const role of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) {
+          expect(split.find((t) => t.name === `blk.0.${role}.weight`)!.parts.length, role).toBeGreaterThan(1);
+        }
+        const whole = await LlamaForward.create(createRuntime(plain), model, options);
+        const parts = await LlamaForward.create(createRuntime(small), model, options);
+        try {
+          let token = PROMPT[0]!;
+          for (let pos = 0; pos < 8; pos++) {
+            const a = await whole.run([token], pos);
+            const b = await parts.run([token], pos);
+            expect(b.argmax).toBe(a.argmax);
+            expectSameBits(b.logits, a.logits, `position ${pos}`);
+            token = PROMPT[pos + 1] ?? a.argmax;
+          }
+        } finally {
+          whole.dispose();
+          parts.dispose();
+        }
+      } finally {
+        destroy(plain);
+        destroy(small);
+      }
+    }, TIMEOUT);
+
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-forward] an unknown kernels list or a bad attentionSplit is refused (EINVAL) before anything is allocated', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      const provider = await pc.make();
+      try {
+        const before = provider.counters();
+        await expectCodeAsync(() => LlamaForward.create(createRuntime(provider), model, { kernels: 'fastest' as 'fused' }), 'EINVAL', 'bad-kernels');
+        await expectCodeAsync(() => LlamaForward.create(createRuntime(provider), model, { attentionSplit: 0 }), 'EINVAL', 'bad-attention-split');
+        await expectCodeAsync(() => LlamaForward.create(createRuntime(provider), model, { attentionSplit: 2.5 }), 'EINVAL', 'bad-attention-split');
+        const after = provider.counters();
+        expect(after.rootsCreated).toBe(before.rootsCreated);
+        expect(after.liveBytes).toBe(before.liveBytes);
+      } finally {
+        destroy(provider);
+      }
+    });
+  });
+}
