@@ -36,13 +36,16 @@
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
 // --report writes a JSON record ({ kind: 'tenon-mutants', ok, killed, total, line, results }) that
 // scripts/summary.mjs prints on its own line; mutants are never counted as tests.
+// --lane-reports DIR takes each lane's control from DIR/<lane>.json, the JSON report of a lane run of the same
+// tree (`npm test` passes its own): when every suite the lane's mutants name is in it and passed, that run
+// is the control and the suites are not run a second time; otherwise the control runs as usual.
 // --lists DIR reads the mutant lists from DIR instead of contracts/mutants, --run-limit SECONDS replaces
 // RUN_LIMIT_MS (both for the runner's self-test, scripts/mutants/selftest.mjs).
 // Processes: each lane is its own process group, killed as a group when it closes, times out, or the
 // runner ends, so a stopped run leaves no vitest or Chromium behind.
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERDICTS, idPattern, judge, namedTests, summaryLine, testsOf } from './mutants/judge.mjs';
 import { LaneClient, killGroup, liveServers } from './mutants/lane-client.mjs';
@@ -64,6 +67,7 @@ const option = (name) => {
 const only = option('--only')?.split(',');
 const json = args.includes('--json');
 const reportFile = option('--report');
+const laneReports = option('--lane-reports');
 const mutantDir = join(checkout, option('--lists') ?? 'contracts/mutants');
 const RUN_LIMIT_MS = option('--run-limit') !== undefined ? Number(option('--run-limit')) * 1000 : DEFAULT_RUN_LIMIT_MS;
 /**
@@ -181,6 +185,25 @@ function filteredSpecs(ms) {
   return [...byFile].map(([file, idsOfFile]) => ({ file, pattern: idPattern(idsOfFile) }));
 }
 
+/**
+ * The control tests of a lane from its --lane-reports report, or undefined when there is none or it lacks
+ * a suite, or a suite in it did not pass (then the control runs here).
+ */
+function laneControl(lane, suites) {
+  if (laneReports === undefined) return undefined;
+  let report;
+  try {
+    report = JSON.parse(readFileSync(join(laneReports, `${lane}.json`), 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(report?.testResults)) return undefined;
+  const base = realpathSync(checkout);
+  const byFile = new Map(report.testResults.map((r) => [relative(base, r.name), r]));
+  const ok = suites.every((f) => byFile.get(f)?.status === 'passed' && !byFile.get(f).assertionResults.some((a) => a.status === 'failed'));
+  return ok ? testsOf(report, base) : undefined;
+}
+
 /** Runs one lane: its control, its mutants, its leak checks. Returns false when its control failed. */
 async function runLane(lane, inLane) {
   const client = new LaneClient(lane, root, laneEnv);
@@ -199,16 +222,24 @@ async function runLane(lane, inLane) {
   }
   const ready = Date.now();
   // Control: the suites must pass on the unmutated tree, or a failure would mean nothing; it also finds
-  // the tests that name each mutant's guarantees (a mutant nothing names can never be killed).
-  const control = await client.run(
-    suites.map((file) => ({ file })),
-    CONTROL_LIMIT_MS,
-  );
-  if (control.timedOut || control.status !== 0 || control.report === undefined) {
-    controlFailed(control.timedOut ? 'timed out' : control.report === undefined ? `no report${control.note ? `: ${control.note}` : ''}` : `exit ${control.status}`);
+  // the tests that name each mutant's guarantees (a mutant nothing names can never be killed). A lane
+  // report of the same tree that holds every suite, passed, already is that evidence.
+  const previous = laneControl(lane, suites);
+  let controlTests;
+  if (previous !== undefined) {
+    controlTests = previous;
+    say(`control  ${lane} suites passed unmutated in the lane run (${laneReports}/${lane}.json): ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s)`);
+  } else {
+    const control = await client.run(
+      suites.map((file) => ({ file })),
+      CONTROL_LIMIT_MS,
+    );
+    if (control.timedOut || control.status !== 0 || control.report === undefined) {
+      controlFailed(control.timedOut ? 'timed out' : control.report === undefined ? `no report${control.note ? `: ${control.note}` : ''}` : `exit ${control.status}`);
+    }
+    controlTests = testsOf(control.report, root);
+    say(`control  ${lane} suites pass unmutated: ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s, control ${seconds(Date.now() - ready)}s)`);
   }
-  const controlTests = testsOf(control.report, root);
-  say(`control  ${lane} suites pass unmutated: ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s, control ${seconds(Date.now() - ready)}s)`);
 
   const isConfig = (file) => client.configFiles.includes(file);
   const restart = async () => {

@@ -38,6 +38,6 @@ step node bash scripts/lane.sh node
 step browser bash scripts/lane.sh browser
 step build bash scripts/build.sh
 TENON_BUILT=1 step e2e npx playwright test
-step mutants node scripts/mutants.mjs --report "$TENON_REPORT_DIR/mutants.json"
+step mutants node scripts/mutants.mjs --report "$TENON_REPORT_DIR/mutants.json" --lane-reports "$TENON_REPORT_DIR"
 echo
 node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node browser build e2e mutants
