@@ -59,8 +59,9 @@
 // only when a caller asks (`readLogits`, after `reclaim` has ended the chain and taken the group back).
 // The chain's newest member holds the group until `reclaim` (or a step settled with no member after it)
 // returns it; host access to the state (KV rows, logits) always reclaims first. Where the next token is
-// chosen on the device (argmax of the last row into `next`; a sampling op can take argmax's place in
-// #graphFor's tail, writing the same u32), a caller can enqueue step t+1 before it settles step t.
+// chosen on the device (argmax of the last row into `next`, or with a `sample` choice the sample op in
+// #graphFor's tail, writing the same u32; its counter is the position the token takes), a caller can
+// enqueue step t+1 before it settles step t.
 // Plain steps: `run(tokens, pos0)` writes the ids, submits, waits for proven completion and returns the logits
 // of the last row (a run with `logits: false` downloads none: a prefill's earlier chunks only write their
 // KV rows, so a long prefill reads logits back once, after its last chunk). It does not decide what is
@@ -100,11 +101,13 @@ import {
   rope,
   ropeTable,
   siluMul,
+  sample,
   stepIds,
 } from '../submit/index.js';
-import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, StepIdsParams, StepValues } from '../submit/index.js';
+import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
 import type { ArchitectureEntry, LayerRole, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, WeightTensor } from '../model/index.js';
+import type { DeviceChoice } from './sampler.js';
 
 export interface LlamaForwardOptions {
   /** Cache length in positions (default: the model's context length, at most DEFAULT_MAX_SEQ; maximum: the context length). */
@@ -199,9 +202,9 @@ const U32_BYTES = 4;
 /** An id no part holds: qgather and gather give a zero row for it. */
 const NO_ROW = 0xffff_ffff;
 
-/** Cache key of a graph: token count, per-row logits, layer observation, ids source. */
-function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource): string {
-  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}`;
+/** Cache key of a graph: token count, per-row logits, layer observation, ids source, sample op as the choice. */
+function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource, sampled = false): string {
+  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}`;
 }
 
 /** What feeds the embedding of a graph: the ids buffer the host writes (plain), ids the graph takes from the staged prompt or the uniform (step_ids), or the `next` buffer. */
@@ -840,7 +843,7 @@ export class LlamaForward {
    * ENOTSUP `not-chained` in plain mode, ENODEV once lost, or the runtime's refusal (the chain and the group
    * are then as they were).
    */
-  async enqueue(input: StepInput, pos0: number, options: { readonly readback: boolean }): Promise<ChainedStep> {
+  async enqueue(input: StepInput, pos0: number, options: { readonly readback: boolean; readonly choice?: DeviceChoice }): Promise<ChainedStep> {
     const op = 'forward.enqueue';
     if (this.mode !== 'chained') throw new TenonError('ENOTSUP', 'this forward runs plain steps', { op, reason: 'not-chained' });
     const tokens = input.kind === 'tokens' ? input.tokens : undefined;
@@ -860,16 +863,26 @@ export class LlamaForward {
     const source: IdsSource = tokens === undefined ? 'device' : 'staged';
     const chunks: number[] = [];
     for (let at = 0; at < n; at += this.maxBatch) chunks.push(Math.min(this.maxBatch, n - at));
+    // The choice: argmax, or the sample op (its options travel in the step's uniform).
+    const choice = options.choice?.kind === 'sample' ? options.choice : undefined;
+    const sampled = choice !== undefined;
+    if (this.#tail !== undefined && chunks.some((T) => !this.#graphs.has(graphKey(T, false, false, source, sampled)))) {
+      // A graph this step needs does not exist yet (a first sampled step on a chain of greedy ones): the
+      // chain ends so that the group is in hand to compile it.
+      const failure = await this.reclaim();
+      if (failure !== undefined) throw failure;
+    }
     if (this.#tail === undefined) {
       const group = this.#live(op);
-      for (const T of new Set([1, ...chunks])) this.#graphFor(T, false, false, 'staged', group);
-      this.#graphFor(1, false, false, 'device', group);
+      for (const T of new Set([1, ...chunks])) this.#graphFor(T, false, false, 'staged', group, sampled);
+      this.#graphFor(1, false, false, 'device', group, sampled);
     }
     let last: Member | undefined;
     for (let c = 0, at = 0; c < chunks.length; at += chunks[c++]!) {
       const T = chunks[c]!;
-      const entry = this.#graphs.get(graphKey(T, false, false, source))!;
-      const step: StepValues = tokens === undefined || n > 1 ? { pos: pos0 + at, at } : { pos: pos0, token: tokens[0]! };
+      const entry = this.#graphs.get(graphKey(T, false, false, source, sampled))!;
+      const ids: StepValues = tokens === undefined || n > 1 ? { pos: pos0 + at, at } : { pos: pos0, token: tokens[0]! };
+      const step: StepValues = choice === undefined ? ids : { ...ids, temperature: choice.temperature, topP: choice.topP, seed: choice.seed };
       const readback = options.readback && at + T >= n ? [{ slot: this.#next, offset: 0, count: 1 }] : undefined;
       const member = await this.#submitMember(entry.graph, step, readback, pos0 + at, T);
       // An earlier chunk is not settled: the last member's outcome covers it (chain failures are sticky).
@@ -1015,8 +1028,8 @@ export class LlamaForward {
     return out;
   }
 
-  #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup): GraphEntry {
-    const key = graphKey(T, allRows, layers, source);
+  #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup, sampled = false): GraphEntry {
+    const key = graphKey(T, allRows, layers, source, sampled);
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
@@ -1312,9 +1325,12 @@ export class LlamaForward {
     const next = declare('next', nextSlot, 'u32', [outRows]);
     if (fused) normLinear(last, outputNorm, this.#classifier, logits, vocab, 0, outRows);
     else linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
-    // The step's choice: argmax writes the chosen u32 id of each row into `next`, which a chained decode
-    // step reads as its ids (source 'device'). A device sampling op that writes the same goes here.
-    add(argmax, [logits, next], { rows: outRows, cols: vocab });
+    // The step's choice: argmax (or the sample op) writes the chosen u32 id of each row into `next`, which
+    // a chained decode step reads as its ids (source 'device'). A draw's counter is the position its token
+    // takes (pos + T), so the host twin drawing from the same logits at that position agrees.
+    if (sampled) {
+      add(sample, [logits, next], (s: StepValues): SampleParams => ({ rows: outRows, cols: vocab, temperature: s['temperature'] ?? 0, topP: s['topP'] ?? 1, seed: s['seed'] ?? 0, step: pos(s) + T }));
+    } else add(argmax, [logits, next], { rows: outRows, cols: vocab });
     const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: ['logits', 'next'] });
     const entry = { graph, ids: idsSlot, logits: logitsSlot, next: nextSlot };
     this.#graphs.set(key, entry);

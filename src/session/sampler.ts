@@ -4,8 +4,13 @@
 // tokens whose probabilities add up to topP. The coin comes from a seeded xorshift* generator, so the
 // same seed and logits give the same tokens everywhere. Pure apart from the generator's own state; it
 // allocates one scratch index array per sampler. deviceChoice() says when the choice can be made on the
-// device instead (greedy: the step graph's argmax), which lets the session pipeline its steps.
+// device instead (greedy: the step graph's argmax; with `deviceSampling`, temperature > 0: the sample op),
+// which lets the session pipeline its steps.
+// With `deviceSampling` a temperature > 0 draw is the sample op's (src/submit/ops/sample.ts): Philox of
+// (seed, the position the token takes), integer weights, top-p by threshold; sample(logits, position) runs
+// its host twin, so a step graph's draw on any provider and a draw here from the same logits agree.
 import { TenonError } from '../errors.js';
+import { sampleRow } from '../submit/index.js';
 
 export interface SamplerOptions {
   /** 0 (default) is greedy. */
@@ -14,6 +19,12 @@ export interface SamplerOptions {
   readonly topP?: number;
   /** Seed of the random generator (default 42). */
   readonly seed?: number;
+  /**
+   * Draw temperature > 0 tokens with the sample op, counter-based (default false: the xorshift stream):
+   * inside the step graph (on the GPU under WebGPU, by the op's host twin on the host provider; the same
+   * ids on both for a seed), so sampled generation pipelines like greedy generation.
+   */
+  readonly deviceSampling?: boolean;
 }
 
 const DEFAULT_SEED = 42;
@@ -21,9 +32,9 @@ const DEFAULT_SEED = 42;
 /**
  * How a step's next token can be chosen on the device, by the op that ends a step's graph and writes the
  * chosen id where the next chained step reads it: greedy is the graph's argmax (first maximum on ties,
- * like argmaxOf). A device sampling op would add its kind here.
+ * like argmaxOf); `sample` is the sample op with these options, its counter the position of the token.
  */
-export type DeviceChoice = { readonly kind: 'argmax' };
+export type DeviceChoice = { readonly kind: 'argmax' } | { readonly kind: 'sample'; readonly temperature: number; readonly topP: number; readonly seed: number };
 const ARGMAX: DeviceChoice = Object.freeze({ kind: 'argmax' });
 
 export function argmaxOf(logits: Float32Array): number {
@@ -35,6 +46,8 @@ export function argmaxOf(logits: Float32Array): number {
 export class Sampler {
   readonly temperature: number;
   readonly topP: number;
+  readonly deviceSampling: boolean;
+  readonly #seed: number;
   #state: bigint;
   #order: Int32Array | undefined;
 
@@ -48,15 +61,20 @@ export class Sampler {
     }
     if (typeof topP !== 'number' || !(topP > 0 && topP <= 1)) throw new TenonError('EINVAL', 'topP must be in (0, 1]', { op, reason: 'bad-top-p' });
     if (!Number.isSafeInteger(seed)) throw new TenonError('EINVAL', 'seed must be a safe integer', { op, reason: 'bad-seed' });
+    const deviceSampling = options.deviceSampling ?? false;
+    if (typeof deviceSampling !== 'boolean') throw new TenonError('EINVAL', 'deviceSampling must be a boolean', { op, reason: 'bad-device-sampling' });
     this.temperature = temperature;
     this.topP = topP;
+    this.deviceSampling = deviceSampling;
+    this.#seed = seed;
     // A zero state would stay zero forever.
     this.#state = BigInt.asUintN(64, BigInt(seed)) || 1n;
   }
 
   /** The device-side choice equal to this sampler's, or undefined when the host must draw from the logits. */
   deviceChoice(): DeviceChoice | undefined {
-    return this.temperature === 0 ? ARGMAX : undefined;
+    if (this.temperature === 0) return ARGMAX;
+    return this.deviceSampling ? Object.freeze({ kind: 'sample', temperature: this.temperature, topP: this.topP, seed: this.#seed }) : undefined;
   }
 
   /** A uniform float in [0, 1): xorshift* with run.c's shifts, top 24 bits. */
@@ -70,9 +88,13 @@ export class Sampler {
     return Number(r >> 8n) / 16777216;
   }
 
-  /** Chooses the next token. `logits` is not modified. */
-  sample(logits: Float32Array): number {
+  /**
+   * Chooses the next token. `logits` is not modified. `position` (the position the token takes) is the
+   * counter of a deviceSampling draw; the xorshift stream ignores it.
+   */
+  sample(logits: Float32Array, position = 0): number {
     if (this.temperature === 0) return argmaxOf(logits);
+    if (this.deviceSampling) return sampleRow(logits, { temperature: this.temperature, topP: this.topP, seed: this.#seed, step: position });
     const n = logits.length;
     const probs = new Float64Array(n);
     let max = -Infinity;

@@ -60,7 +60,7 @@ import { LlamaForward } from './llama.js';
 import type { ChainedStep, DecodeMode, LlamaForwardOptions, StepResult } from './llama.js';
 import type { LlamaModelFile } from '../model/index.js';
 import { Sampler, argmaxOf } from './sampler.js';
-import type { SamplerOptions } from './sampler.js';
+import type { DeviceChoice, SamplerOptions } from './sampler.js';
 import type { Tokenizer } from '../model/index.js';
 
 export const STEP_PHASES = ['checkpoint', 'execute', 'observe', 'publish', 'complete'] as const;
@@ -683,21 +683,23 @@ export class TextSession {
     if (!Number.isSafeInteger(stepsAhead) || stepsAhead < 0 || stepsAhead > STEPS_AHEAD_LIMIT) {
       throw new TenonError('EINVAL', `stepsAhead must be an integer in 0..${STEPS_AHEAD_LIMIT}`, { op, reason: 'bad-steps-ahead' });
     }
-    // Greedy choices without observers are made on the device, so the steps can be pipelined.
+    // Greedy choices (and deviceSampling draws) without observers are made on the device, so the steps can
+    // be pipelined.
     const observer = this.#observer;
-    const pipelined = this.#forward.mode === 'chained' && sampler.deviceChoice()?.kind === 'argmax' && speculative === undefined && observer?.logits === undefined && observer?.layer === undefined;
+    const choice = sampler.deviceChoice();
+    const pipelined = this.#forward.mode === 'chained' && choice !== undefined && speculative === undefined && observer?.logits === undefined && observer?.layer === undefined;
     // Longest-prefix reuse: keep the committed prefix shared with the prompt, prefill the rest.
     let shared = 0;
     while (shared < this.length && shared < ids.length - 1 && this.#tokens[shared] === ids[shared]) shared++;
     if (shared < this.length) await this.#truncate(op, shared);
     const text = this.tokenizer.textStream({ prev: ids[ids.length - 1]! });
     if (pipelined) {
-      yield* this.#generatePipelined(op, ids.slice(shared), { maxTokens, depth: stepsAhead, stop, signal, text });
+      yield* this.#generatePipelined(op, ids.slice(shared), { maxTokens, depth: stepsAhead, stop, signal, text, choice: choice! });
       return;
     }
     let report = await this.prefill(ids.slice(shared));
     let produced = 0;
-    let next = sampler.sample(report.logits);
+    let next = sampler.sample(report.logits, this.length);
     while (produced < maxTokens) {
       if (signal?.aborted) throw new TenonError('ECANCELED', 'generation aborted', { op, cause: signal.reason });
       if (stop.has(next)) return;
@@ -721,31 +723,31 @@ export class TextSession {
       report = await this.decode(next);
       produced++;
       yield { token: next, text: text.push(next), position: this.length - 1 };
-      next = sampler.sample(report.logits);
+      next = sampler.sample(report.logits, this.length);
     }
   }
 
   /**
-   * Greedy generation as generate() does it, pipelined (see the module comment): each transaction submits
-   * the next decode step before it waits for its own proof, and that step decodes the token this one
-   * chose on the device. The only readback per token is the chosen id, which decides stop and yield.
+   * Greedy (or deviceSampling) generation as generate() does it, pipelined (see the module comment): each
+   * transaction submits the next decode step before it waits for its own proof, and that step decodes the
+   * token this one chose on the device (`choice`: argmax, or the sample op). The only readback per token is the chosen id, which decides stop and yield.
    */
   async *#generatePipelined(
     op: string,
     prompt: readonly number[],
-    run: { readonly maxTokens: number; readonly depth: number; readonly stop: ReadonlySet<number>; readonly signal: AbortSignal | undefined; readonly text: { push(token: number): string } },
+    run: { readonly maxTokens: number; readonly depth: number; readonly stop: ReadonlySet<number>; readonly signal: AbortSignal | undefined; readonly text: { push(token: number): string }; readonly choice: DeviceChoice },
   ): AsyncGenerator<GeneratedToken, void, undefined> {
     const owner = {};
-    const { maxTokens, stop, signal, text, depth } = run;
+    const { maxTokens, stop, signal, text, depth, choice } = run;
     // Decode i (0-based) runs once token i is known; steps ahead cover decodes up to i + depth, never past maxTokens.
     const aheadAfter = (decoded: number): number => Math.max(0, Math.min(depth, maxTokens - decoded));
     try {
-      let next = (await this.#pipelinedStep('session.prefill', prompt, owner, aheadAfter(0))).argmax;
+      let next = (await this.#pipelinedStep('session.prefill', prompt, owner, aheadAfter(0), choice)).argmax;
       let produced = 0;
       while (produced < maxTokens) {
         if (signal?.aborted) throw new TenonError('ECANCELED', 'generation aborted', { op, cause: signal.reason });
         if (stop.has(next)) return;
-        const report = await this.#pipelinedStep('session.decode', [next], owner, aheadAfter(produced + 1));
+        const report = await this.#pipelinedStep('session.decode', [next], owner, aheadAfter(produced + 1), choice);
         produced++;
         yield { token: next, text: text.push(next), position: this.length - 1 };
         next = report.argmax;
@@ -1081,7 +1083,7 @@ export class TextSession {
    * `owner` submitted ahead, which decodes them, or submitting them now), then tops the steps ahead up to
    * `ahead` (each decodes its predecessor's choice, read on the device) before it waits for its own proof.
    */
-  #pipelinedStep(op: string, tokens: readonly number[], owner: object, ahead: number): Promise<StepReport> {
+  #pipelinedStep(op: string, tokens: readonly number[], owner: object, ahead: number, choice: DeviceChoice): Promise<StepReport> {
     const forward = this.#forward;
     return this.#transact(
       op,
@@ -1096,12 +1098,12 @@ export class TextSession {
             step = queue.steps.shift()!;
             queue.position++;
           } else {
-            step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: true });
+            step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: true, choice });
           }
           queue ??= this.#ahead = { owner, position: start + tokens.length, steps: [] };
           while (queue.steps.length < ahead && queue.position + queue.steps.length < this.maxSeq) {
             try {
-              queue.steps.push(await forward.enqueue({ kind: 'device' }, queue.position + queue.steps.length, { readback: true }));
+              queue.steps.push(await forward.enqueue({ kind: 'device' }, queue.position + queue.steps.length, { readback: true, choice }));
             } catch (err) {
               // Steps ahead are optional: with every readback buffer in flight (other work on this runtime)
               // the pipeline is simply shallower this time; a chain that failed or could not be proven
