@@ -16,13 +16,17 @@
 // Sums of weights are 64-bit (two u32 words, carries by hand): a row holds at most 2^22 tokens of weight
 // <= 2^31.
 //
-// The kept set is {i : t_i <= bound}, a threshold on t found without sorting by radix selection: the
-// smallest theta with F(theta) > goal, where F(theta) sums, over tokens with t <= theta, 1 (top-k: goal
-// k - 1) or the weight (top-p: goal = floor(mass kept so far * top_p * 2^32 / 2^32)). Four passes over the
-// row decide theta's bits 21..28, 13..20, 5..12 and 0..4: each builds a 256-bin histogram of the next digit
-// in workgroup atomics (64-bit mass as a low word plus a carry count), an inclusive Hillis-Steele scan over
-// the bins, and the one bin where the running sum first passes the goal fixes the digit. Whole tie
-// classes of t are kept (the k-th token's ties all stay). Top-k runs first; top-p then cuts the top-k set.
+// The kept set is {i : t_i <= bound}, a threshold on t found without sorting, by radix selection: the
+// smallest theta with F(theta) > goal, where F(theta) sums, over tokens with t <= theta, either 1 (top-k:
+// goal = k - 1) or the weight (top-p: goal = floor(K * q / 2^32), K the mass kept so far, q = the top_p
+// param = floor(topP * 2^32)). Why not a bisection over theta: that reads the row once per bit (29 times);
+// the radix select reads it four times. Four passes decide theta's bits 21..28, 13..20, 5..12 and 0..4:
+// each builds a 256-bin histogram of the next digit over the tokens whose decided bits match, in workgroup
+// atomics (64-bit mass as a low word plus a carry count: integer sums, so the atomics' order does not
+// matter), scans the bins (two-level scan, see scan()), and the one bin where the running sum first
+// passes the goal fixes the digit. Whole tie classes of t are kept (the k-th token's ties all stay). Top-k
+// runs first; top-p then cuts the top-k set. The first pass spreads over eighths of an octave, so the
+// likely tokens do not all land in one bin.
 //
 // The draw: r = word 0 of Philox4x32-10 (Salmon et al., SC'11) with key (seed_lo, seed_hi) and counter
 // (step, row, 0, 0); u = floor(M * r / 2^32) in [0, M) where M is the kept mass. Tokens are walked in the
