@@ -10,11 +10,27 @@
 //
 // names the conditions set true for that link (every other condition is false; `base` alone names the
 // link with none); the key is those names sorted and joined with '+' (`bias+rope+subgroups`; '' for
-// `base`). The variants are linked from every .wesl file
-// under the shader root (module path `package::lib::packed` = shaders/lib/packed.wesl); only what the
-// root reaches is emitted. A root without a variant line, or a link error, fails the importing build or
+// `base`). The variants are linked from every .wesl file under the shader root (module path
+// `package::lib::packed` = shaders/lib/packed.wesl); only what the root reaches is emitted. A root without a variant line, or a link error, fails the importing build or
 // test with the linker's message. Every .wesl file is a watch file of the importing module, so an edit
 // (or a mutant) in a shared module invalidates the kernels that import it.
+//
+// Why WESL (evaluated for issue 11, "shared WGSL and feature variants without copies"). The kernels
+// written before it repeat their preamble (params, bounds, reductions, the per-kind dequantization) in
+// every file, and a `subgroups` variant doubles each one (qmatmul: 10 kinds x 2 variants = 20 files).
+// WGSL's own specialization, `override` constants, cannot add or remove a binding, an `enable` directive or
+// a builtin parameter, so it cannot express those variants; string concatenation at run time is what
+// tenon refuses (DESIGN.md). WESL adds exactly the two missing pieces, with a small, maintained linker:
+// `import` between modules (shaders/lib/*.wesl: the packed-unit decoder for every kind, the workgroup
+// reduction in both variants, RoPE's rotation) and `@if` on declarations, directives, parameters and
+// statements (`subgroups`, and the forms and bias of fused_matvec), all resolved here at build time,
+// so no WESL code ships and a browser only ever compiles plain WGSL. Kinds stay `override` constants
+// (one pipeline per kind, no source variant). Limits of the choice: a module cannot be generic over a
+// binding, so shared code takes loaded words (lib/packed.wesl) and roots declare their own bindings;
+// conditions are global to a link, so a root lists its variants explicitly. No `shader-f16` variant is
+// built: f16 arithmetic would change the f32 accumulation the references are checked against (every f16
+// the kernels read is widened exactly by unpack2x16float, which needs no feature); a condition is where
+// one would go. Older kernels (shaders/*.wgsl, imported `?raw`) are not rewritten.
 import { readFile, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -11,7 +11,8 @@
 // (2) split parts: a matrix cut into two row parts, each run as its own dispatch writing its columns
 //     (outCol = the part's first row), gives bit-identical output on the GPU to the whole matrix in one
 //     dispatch (the split-binding guarantee of the forward rests on it), for all three forms;
-// (3) folded dispatches; (4) a control with a known answer; (5) check() rejections.
+// (3) every packed kind once as W and as gate and up (the property draws kinds at random); (4) folded
+//     dispatches; (5) a control with a known answer; (6) check() rejections.
 import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
 import { FUSED_MATVEC, PACKED_KINDS, fusedMatvecTiling, qmatmulVariant, siluMul } from '../../src/submit/ops/index.js';
@@ -28,6 +29,8 @@ const CANARY = 7.25;
 const EPS = 1e-5;
 /** f32 rounding of the final add (residual) or of SiLU's exp and quotient, relative to the result. */
 const ROUND = 2e-6;
+/** Tests that compile a pipeline per weight kind (SwiftShader compiles each in about a second). */
+const SLOW = 240_000;
 /** Largest |silu'(x)| (at x ≈ 2.4). */
 const SILU_SLOPE = 1.1;
 
@@ -185,6 +188,18 @@ describe('fused matvec forms: WGSL against the unfused composition', () => {
       await fc.assert(fc.asyncProperty(caseArb(1), (c) => matmulAddCase(gpu(), variant, c)), fcParams(10));
     });
   }
+
+  it('[OPS-fused-norm-matmul][OPS-fused-norm-glu] every packed kind (each once as W, as gate and as up; decode and M = 3)', async () => {
+    const p = gpu();
+    const variant = qmatmulVariant(p);
+    let seed = 1000;
+    for (const [i, kind] of PACKED_KINDS.entries()) {
+      const other = PACKED_KINDS[(i + 3) % PACKED_KINDS.length]!;
+      const c = { kinds: [kind, other], m: 1 + 2 * (i % 2), n: 5, blocks: 1, tail: 1, col: 1, spare: 0, eps: EPS, seed: seed++, pads: [0, 1, 2, 1, 0] };
+      await normMatmulCase(p, variant, c);
+      await normGluCase(p, variant, { ...c, kinds: [other, kind] });
+    }
+  }, SLOW);
 
   it('[OPS-fused-norm-matmul][OPS-fused-norm-glu][OPS-fused-matmul-add] every tiling (M = 1..5: TM 1, 2, 4) and folded dispatches', async () => {
     const p = gpu();
