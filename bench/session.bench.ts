@@ -4,7 +4,9 @@
 //   1 greedy decode tokens/s, host vs Dawn;
 //   3 speculative (prompt lookup) vs plain greedy generation on a repetitive and on ordinary prompts,
 //     identical outputs, with acceptance figures;
-//   4 rollback of k tokens at 16 and at 400 committed tokens, against reset + re-prefill; checkpoint().
+//   4 rollback of k tokens at 16 and at 400 committed tokens, against reset + re-prefill; checkpoint();
+//   5 (issue 11) on Dawn: plain steps (decode: 'plain') vs chained, pipelined steps: decode tokens/s, time
+//     to first token of a 400-token prompt, and the per-token counters of both.
 // Point 2 (time to first token with a prompt cache) needs the data plane (OPFS), so it runs only in the
 // Chromium part (bench/session.browser.bench.ts), which runs first in the same `npm run bench:session`
 // and leaves its records in bench/results/session.chromium.json; this file merges them, prints one ratio
@@ -16,7 +18,7 @@ import { it } from 'vitest';
 import { create, globals } from 'webgpu';
 import { createHostProvider, createWebGPUProvider } from '../src/index.js';
 import { readModelFixture } from '../contracts/support/models.js';
-import { SETTINGS, SPECULATIVE_PROMPTS, decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase } from './session/cases.js';
+import { SETTINGS, SPECULATIVE_PROMPTS, decodeCase, decodeModesCase, formatTable, makeTarget, rollbackCase, speculativeCase } from './session/cases.js';
 import type { SessionRecord } from './session/cases.js';
 import type { SessionBrowserPart } from './session/part.js';
 import { describeAdapter, machineInfo, softwareFields } from './report.js';
@@ -47,6 +49,7 @@ it('inference session: decode, speculative, checkpoint/rollback on host and Dawn
   records.push(await decodeCase(host, gpu));
   for (const prompt of SPECULATIVE_PROMPTS) for (const t of [host, gpu]) records.push(await speculativeCase(t, prompt));
   for (const t of [host, gpu]) records.push(...(await rollbackCase(t)));
+  records.push(...(await decodeModesCase(gpu)));
   if (uncaptured.length > 0) throw new Error(`uncaptured WebGPU errors during the run: ${uncaptured.slice(0, 3).join(' | ')}`);
   const dawnAdapter = describeAdapter(gpuProvider.adapterInfo, gpuProvider.device);
   gpuProvider.destroy();
@@ -69,7 +72,7 @@ it('inference session: decode, speculative, checkpoint/rollback on host and Dawn
     model: { file: 'stories260K.bin', tokenizer: 'tok512.bin', config: host.model.config },
     settings: SETTINGS,
     note:
-      'ratio = candidate median time / baseline median time (below 1: the candidate is faster). Sides of a case run interleaved in one process (Node) or one page (Chromium), their order rotating each round; untimed setup (reset, prefill, the step to roll back) precedes every timed call. Every case uses the public TextSession API only. Point 2 runs only in Chromium: prompt caches live on the data plane (OPFS). Each row carries measuredOn and softwareAdapter.',
+      'ratio = candidate median time / baseline median time (below 1: the candidate is faster). Sides of a case run interleaved in one process (Node) or one page (Chromium), their order rotating each round; untimed setup (reset, prefill, the step to roll back) precedes every timed call. Every case uses the public TextSession API only. Point 2 runs only in Chromium: prompt caches live on the data plane (OPFS). Point 5 (issue 11) compares the plain step path (decode mode plain: submit and wait per step, logits read back) with chained, pipelined steps on the same adapter in one run; its counters are per decode token from untimed runs (submissions and host waits include one per download of a buffer). Each row carries measuredOn and softwareAdapter.',
     ...softwareFields(records),
     adapters: { 'node-dawn': dawnAdapter, chromium: 'adapter' in chromium ? chromium.adapter : chromium },
     browser: 'browser' in chromium ? chromium.browser : undefined,

@@ -8,13 +8,14 @@
 //     tokens loaded from the data plane (OPFS, through a page-side session of a fresh plane), both
 //     sessions prefilling in one pass;
 //   3 speculative vs plain greedy generation on a repetitive and on ordinary prompts;
-//   4 rollback at 16 and 400 committed tokens against reset + re-prefill, and checkpoint().
+//   4 rollback at 16 and 400 committed tokens against reset + re-prefill, and checkpoint();
+//   5 (issue 11) on WebGPU: plain vs chained, pipelined steps (tokens/s, time to first token, counters).
 import { it } from 'vitest';
 import { commands } from 'vitest/browser';
 import { connectSession, createDataPlane, createHostProvider, createWebGPUProvider } from '../src/index.js';
 import { readModelFixture } from '../contracts/support/models.js';
 import { describeAdapter } from './report.js';
-import { SPECULATIVE_PROMPTS, decodeCase, formatTable, makeTarget, rollbackCase, speculativeCase, ttftCase } from './session/cases.js';
+import { SPECULATIVE_PROMPTS, decodeCase, decodeModesCase, formatTable, makeTarget, rollbackCase, speculativeCase, ttftCase } from './session/cases.js';
 import type { SessionRecord } from './session/cases.js';
 import type { SessionBrowserPart } from './session/part.js';
 
@@ -38,6 +39,7 @@ it('inference session in Chromium: decode, time to first token with a prompt cac
     for (const t of [host, gpu]) records.push(...(await ttftCase(t, store)));
     for (const prompt of SPECULATIVE_PROMPTS) for (const t of [host, gpu]) records.push(await speculativeCase(t, prompt));
     for (const t of [host, gpu]) records.push(...(await rollbackCase(t)));
+    records.push(...(await decodeModesCase(gpu)));
   } finally {
     await store.close();
     await plane.close();

@@ -15,8 +15,13 @@
 //   4 rollbackCase     rollback of k tokens (today's ranged zeroing of the rolled-back rows) at 16 and at
 //                      400 committed tokens, against reset + re-prefill of the same 400 tokens (the way
 //                      back without rollback), and checkpoint() at both depths
-import { TextSession, createRuntime, decodePromptCache, parseLlamaModel, parseTokenizer, readBlob } from '../../src/index.js';
-import type { HostProvider, LlamaModelFile, Runtime, Session as PlaneSession, Tokenizer, WebGPUProvider } from '../../src/index.js';
+//   5 decodeModesCase  issue 11, on one WebGPU adapter: greedy generation with the plain step path
+//                      (decode: 'plain', submit and wait per step, logits read back) against chained,
+//                      pipelined steps (the default): decode tokens/s, time to first token of the
+//                      LONG_PROMPT_TOKENS prompt, and the per-token counters of both (queue submissions,
+//                      host waits, bytes read back, downloads, buffers and bind groups created, dispatches)
+import { DEFAULT_STEPS_AHEAD, TextSession, argmaxOf, createRuntime, decodePromptCache, parseLlamaModel, parseTokenizer, readBlob } from '../../src/index.js';
+import type { DecodeMode, HostProvider, LlamaModelFile, Runtime, Session as PlaneSession, Tokenizer, WebGPUProvider } from '../../src/index.js';
 import { HOST_CPU, describeAdapter, hardwareColumn, hardwareLabel, median, softwareNotice } from '../report.js';
 import type { HardwareLabel, Where } from '../report.js';
 
@@ -47,6 +52,8 @@ export const REPLAY_ROUNDS = 6;
 export const SMALL_MAX_SEQ = 64;
 /** checkpoint() is a few hundred nanoseconds: it is timed over this many calls per round. */
 export const CHECKPOINT_CALLS = 2000;
+/** Point 5: greedy tokens per timed generation, plain vs chained decode. */
+export const MODES_DECODE_TOKENS = 128;
 
 /**
  * A TinyStories-style text (the model's own domain) long enough to encode to more than
@@ -89,6 +96,7 @@ export const SETTINGS = {
   ttft: { promptTokens: LONG_PROMPT_TOKENS, cachedPrefixTokens: CACHED_PREFIX_TOKENS, maxBatch: MAX_BATCH, onePassDetailMaxBatch: ONE_PASS_MAX_BATCH },
   speculative: { tokens: SPECULATIVE_TOKENS, ...SPECULATIVE, prompts: SPECULATIVE_PROMPTS },
   rollback: { depths: ROLLBACK_DEPTHS, tokens: ROLLBACK_TOKENS, manyTokens: ROLLBACK_TOKENS_MANY, smallMaxSeq: SMALL_MAX_SEQ, checkpointCallsPerRound: CHECKPOINT_CALLS, replayRounds: REPLAY_ROUNDS },
+  decodeModes: { prompt: DECODE_PROMPT, tokens: MODES_DECODE_TOKENS, stepsAhead: DEFAULT_STEPS_AHEAD, ttftPromptTokens: LONG_PROMPT_TOKENS, maxBatch: MAX_BATCH },
 } as const;
 
 export type Lane = 'node' | 'chromium';
@@ -112,8 +120,8 @@ export function makeTarget(lane: Lane, provider: ProviderName, gpuOrHost: HostPr
   return { lane, provider, runtime: createRuntime(gpuOrHost), model, tokenizer, where };
 }
 
-export function openSession(t: BenchTarget, maxSeq = MAX_SEQ, maxBatch = MAX_BATCH): Promise<TextSession> {
-  return TextSession.create({ runtime: t.runtime, model: t.model, tokenizer: t.tokenizer, maxSeq, maxBatch });
+export function openSession(t: BenchTarget, maxSeq = MAX_SEQ, maxBatch = MAX_BATCH, decode: DecodeMode = 'chained'): Promise<TextSession> {
+  return TextSession.create({ runtime: t.runtime, model: t.model, tokenizer: t.tokenizer, maxSeq, maxBatch, decode });
 }
 
 /** Timing of one measured side: median, fastest and slowest round, in ms. */
@@ -127,8 +135,11 @@ export interface Figure {
 
 /** One row of bench/results/session.json. */
 export interface SessionRecord extends HardwareLabel {
-  /** Acceptance point 6 item: 1 decode, 2 time to first token, 3 speculative, 4 checkpoint/rollback. */
-  readonly point: 1 | 2 | 3 | 4;
+  /**
+   * Issue 5 acceptance point 6 item: 1 decode, 2 time to first token, 3 speculative, 4 checkpoint/rollback;
+   * 5: issue 11's plain vs chained decode.
+   */
+  readonly point: 1 | 2 | 3 | 4 | 5;
   readonly lane: Lane;
   /** The provider(s) the sides ran on ('host vs webgpu-dawn' for point 1). */
   readonly provider: string;
@@ -682,6 +693,171 @@ export async function rollbackCase(t: BenchTarget, rounds = 31, warmup = 2): Pro
       figures: {
         [`KV cache bytes (maxSeq ${SMALL_MAX_SEQ})`]: cacheBytes(SMALL_MAX_SEQ),
         [`KV cache bytes (maxSeq ${MAX_SEQ})`]: cacheBytes(MAX_SEQ),
+      },
+    }),
+  ];
+}
+
+/**
+ * What `work` cost on a target, everything a step can make the host and the GPU do: queue submissions and
+ * host waits (the runtime's own, plus one each for every download of a buffer into host memory), bytes
+ * that crossed to the host (readbacks and downloads), downloads, GPU buffers created (runtime buffers and
+ * staging buffers alike), bind groups created and dispatches.
+ */
+interface Costs {
+  readonly submissions: number;
+  readonly hostWaits: number;
+  readonly bytesToHost: number;
+  readonly downloads: number;
+  readonly buffersCreated: number;
+  readonly bindGroupsCreated: number;
+  readonly dispatches: number;
+}
+
+async function costsDuring(t: BenchTarget, work: () => Promise<unknown>): Promise<Costs> {
+  const provider = t.runtime.provider;
+  const s0 = t.runtime.stats();
+  const c0 = provider.counters();
+  const mark = provider.ledgerMark();
+  await work();
+  const s1 = t.runtime.stats();
+  const c1 = provider.counters();
+  const downloads = provider.ledgerSince(mark).filter((e) => e.kind === 'copy' && e.to === 'host');
+  const downloadBytes = downloads.reduce((n, e) => n + (e.kind === 'copy' ? e.bytes : 0), 0);
+  return {
+    submissions: s1.queueSubmits - s0.queueSubmits + downloads.length,
+    hostWaits: s1.hostAwaits - s0.hostAwaits + downloads.length,
+    bytesToHost: s1.bytesReadBack - s0.bytesReadBack + downloadBytes,
+    downloads: downloads.length,
+    buffersCreated: c1.resourcesCreated - c0.resourcesCreated,
+    bindGroupsCreated: s1.bindGroupsCreated - s0.bindGroupsCreated,
+    dispatches: c1.dispatches - c0.dispatches,
+  };
+}
+
+/** (a - b) / n per field: the cost of n tokens, with what both runs share taken out. */
+function perToken(a: Costs, b: Costs, n: number): Costs {
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(a) as (keyof Costs)[]) out[k] = (a[k] - b[k]) / n;
+  return out as unknown as Costs;
+}
+
+/** The ids of a greedy generation of `tokens` tokens after `prompt` (no stop token). */
+async function generated(s: TextSession, prompt: readonly number[], tokens: number): Promise<number[]> {
+  const out: number[] = [];
+  for await (const t of s.generate(prompt, { maxTokens: tokens, stopTokens: [] })) out.push(t.token);
+  return out;
+}
+
+/**
+ * The first token of a generation from `prompt`, as generate() gets it: the prefill, and the greedy choice
+ * on the host from the logits it read back (plain), or the id the device chose, read back alone (chained).
+ */
+async function firstToken(s: TextSession, prompt: readonly number[], mode: DecodeMode): Promise<number> {
+  if (mode === 'plain') return argmaxOf((await s.prefill(prompt)).logits);
+  return (await s.prefill(prompt, { logits: false })).argmax;
+}
+
+/**
+ * Point 5 (issue 11), on one WebGPU adapter, two sessions of the same runtime: `plain` (decode: 'plain':
+ * every step written, submitted and waited for, its logits read back and the next token chosen on the
+ * host) and `chained` (the default: steps chained on the live state group, greedy choices made on the
+ * device, DEFAULT_STEPS_AHEAD steps kept in flight, 4 bytes read back per token).
+ *   decode: each round resets and prefills DECODE_PROMPT untimed; the timed call is generate() of
+ *     MODES_DECODE_TOKENS greedy tokens from the same prompt (the committed prompt is reused: one token is
+ *     prefilled again, on both sides), so the time is decode time; tokens/s = tokens / median time.
+ *   time to first token: each round resets untimed; the timed call prefills the LONG_PROMPT_TOKENS
+ *     prompt (chunks of MAX_BATCH) and gets its first token as generate() does (see firstToken).
+ * Per-token counters, from untimed runs after the timed ones (graphs and pools warm): a generation of
+ * MODES_DECODE_TOKENS tokens minus one of 0 tokens (the same prefill), divided by the tokens. Both sides
+ * must generate the same ids and the same first token.
+ */
+export async function decodeModesCase(t: BenchTarget, rounds = 5, warmup = 1): Promise<SessionRecord[]> {
+  const prompt = t.tokenizer.encode(DECODE_PROMPT, { bos: true });
+  const long = longPrompt(t.tokenizer);
+  const sessions = { plain: await openSession(t, MAX_SEQ, MAX_BATCH, 'plain'), chained: await openSession(t) };
+  const modes = ['plain', 'chained'] as const;
+  const decode = await interleaved<number[]>(
+    modes.map((mode) => ({
+      name: `${mode}: ${MODES_DECODE_TOKENS} greedy tokens`,
+      setup: async () => {
+        await sessions[mode].reset();
+        await sessions[mode].prefill(prompt, { logits: false });
+      },
+      run: () => generated(sessions[mode], prompt, MODES_DECODE_TOKENS),
+    })),
+    rounds,
+    warmup,
+  );
+  const ttft = await interleaved<number>(
+    modes.map((mode) => ({
+      name: `${mode}: prefill ${LONG_PROMPT_TOKENS} + first token`,
+      setup: () => sessions[mode].reset(),
+      run: () => firstToken(sessions[mode], long, mode),
+    })),
+    rounds,
+    warmup,
+  );
+  const [plainIds, chainedIds] = decode.last as [number[], number[]];
+  if (!sameIds(plainIds, chainedIds)) throw new Error(`${t.provider}: plain and chained decoding differ: ${plainIds.slice(0, 10).join(',')} vs ${chainedIds.slice(0, 10).join(',')}`);
+  if (ttft.last[0] !== ttft.last[1]) throw new Error(`${t.provider}: first tokens differ: plain ${ttft.last[0]}, chained ${ttft.last[1]}`);
+  const costs: Record<string, Costs> = {};
+  const ttftCosts: Record<string, Costs> = {};
+  for (const mode of modes) {
+    const s = sessions[mode];
+    const run = async (tokens: number) => costsDuring(t, async () => {
+      await s.reset();
+      await s.prefill(prompt, { logits: false });
+      return generated(s, prompt, tokens);
+    });
+    costs[mode] = perToken(await run(MODES_DECODE_TOKENS), await run(0), MODES_DECODE_TOKENS);
+    await s.reset();
+    ttftCosts[mode] = await costsDuring(t, () => firstToken(s, long, mode));
+  }
+  const dispatchesPerToken = sessions.chained.report().decode.dispatchesPerToken;
+  for (const s of Object.values(sessions)) s.dispose();
+  const tokPerS = (f: Figure) => (MODES_DECODE_TOKENS * 1000) / f.medianMs;
+  const counterFigures = (c: Costs, mode: string): Record<string, number> =>
+    Object.fromEntries(Object.entries(c).map(([k, v]) => [`${mode} ${k}`, v]));
+  return [
+    recordOf([t], {
+      point: 5,
+      lane: t.lane,
+      provider: t.provider,
+      case: `decode ${MODES_DECODE_TOKENS} greedy tokens: chained vs plain steps`,
+      baseline: decode.figures[0]!,
+      candidate: decode.figures[1]!,
+      figures: {
+        'plain tok/s': tokPerS(decode.figures[0]!),
+        'chained tok/s': tokPerS(decode.figures[1]!),
+        'speedup (plain / chained time)': decode.figures[0]!.medianMs / decode.figures[1]!.medianMs,
+        'steps ahead': DEFAULT_STEPS_AHEAD,
+        'decode graph dispatches': dispatchesPerToken ?? 'not compiled',
+      },
+    }),
+    recordOf([t], {
+      point: 5,
+      lane: t.lane,
+      provider: t.provider,
+      role: 'detail',
+      case: '  per decode token (untimed runs): plain vs chained counters',
+      baseline: decode.figures[0]!,
+      candidate: decode.figures[1]!,
+      figures: { ...counterFigures(costs['plain']!, 'plain'), ...counterFigures(costs['chained']!, 'chained') },
+    }),
+    recordOf([t], {
+      point: 5,
+      lane: t.lane,
+      provider: t.provider,
+      case: `time to first token, ${LONG_PROMPT_TOKENS}-token prompt: chained vs plain steps`,
+      baseline: ttft.figures[0]!,
+      candidate: ttft.figures[1]!,
+      figures: {
+        'speedup (plain / chained time)': ttft.figures[0]!.medianMs / ttft.figures[1]!.medianMs,
+        chunks: Math.ceil(LONG_PROMPT_TOKENS / MAX_BATCH),
+        'first token': ttft.last[0]!,
+        ...counterFigures(ttftCosts['plain']!, 'plain'),
+        ...counterFigures(ttftCosts['chained']!, 'chained'),
       },
     }),
   ];
