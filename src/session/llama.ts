@@ -596,6 +596,9 @@ export class LlamaForward {
     if (partsOf.get(classifierTensor.name)!.length > 1) for (const p of partsOf.get(classifierTensor.name)!) largestSplitPart = Math.max(largestSplitPart, p.rows);
     // Fused list: a layer whose Q, K or V matrix is split projects into a qkv scratch first.
     const qkvSplit = fused && model.layers.some((t) => [t.attnQ, t.attnK, t.attnV].some((m) => m !== undefined && partsOf.get(m.name)!.length > 1));
+    // The unfused list copies a split matrix's M > 1 rows through a scratch; the fused list writes parts in
+    // place (only a routed FFN's router still goes through it).
+    const needsSplitScratch = largestSplitPart > 0 && (!fused || entry.ffn === 'routed');
     const widths = activationWidths(c, entry);
     if (qkvSplit) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
     const attentionParts = splitAttention ? c.heads * maxSplits(maxSeq, splitLen) * (c.headDim + 2) : 0;
@@ -606,7 +609,7 @@ export class LlamaForward {
       ['kvCache', maxSeq * c.kvDim * F32_BYTES],
       ...(chained ? [['staged', maxSeq * U32_BYTES] as [string, number]] : []),
       ...(embedParts > 1 ? [['embedScratch', embedParts * maxBatch * c.dim * F32_BYTES] as [string, number]] : []),
-      ...(largestSplitPart > 0 ? [['splitScratch', maxBatch * largestSplitPart * F32_BYTES] as [string, number]] : []),
+      ...(needsSplitScratch ? [['splitScratch', maxBatch * largestSplitPart * F32_BYTES] as [string, number]] : []),
       ...(splitAttention ? [['attentionParts', attentionParts * F32_BYTES] as [string, number]] : []),
     ];
     for (const [name, bytes] of buffers) {
@@ -669,7 +672,7 @@ export class LlamaForward {
       const classifier = matrixOf(c.tiedOutput ? weights.globals.tokenEmbedding : weights.globals.output);
       const ids = await blank('u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * maxBatch]);
       const embedScratch = embed.parts.length > 1 ? await blank('f32', [embed.parts.length * maxBatch, c.dim]) : undefined;
-      const splitScratch = largestSplitPart > 0 ? await blank('f32', [maxBatch * largestSplitPart]) : undefined;
+      const splitScratch = needsSplitScratch ? await blank('f32', [maxBatch * largestSplitPart]) : undefined;
       const logits = await blank('f32', [1, c.vocabSize]);
       const next = (await blank('u32', [1])).slot;
       const rowLogits = await blank('f32', [maxBatch, c.vocabSize]);
