@@ -37,6 +37,8 @@ import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'vite';
 
 const QUERY = '?wesl';
+/** Ids this plugin loads: a .wesl root with the ?wesl query. */
+const WESL_ID = /\.wesl\?wesl$/;
 const SUFFIX = '.wesl';
 /** The variant line of the link with no condition set. */
 const BASE = 'base';
@@ -98,12 +100,16 @@ export function weslShaders(shaderRoot = fileURLToPath(new URL('../shaders', imp
   return {
     name: 'tenon-wesl',
     enforce: 'pre',
-    async load(id) {
-      if (!id.endsWith(`${SUFFIX}${QUERY}`)) return null;
-      const file = id.slice(0, -QUERY.length);
-      const { variants, sources } = await linkVariants(shaderRoot, file);
-      for (const source of sources) this.addWatchFile(source);
-      return { code: `export default Object.freeze(${JSON.stringify(variants)});`, map: { mappings: '' } };
+    load: {
+      // The bundler calls the hook only for matching ids.
+      filter: { id: WESL_ID },
+      async handler(id) {
+        if (!WESL_ID.test(id)) return null;
+        const file = id.slice(0, -QUERY.length);
+        const { variants, sources } = await linkVariants(shaderRoot, file);
+        for (const source of sources) this.addWatchFile(source);
+        return { code: `export default Object.freeze(${JSON.stringify(variants)});`, map: { mappings: '' } };
+      },
     },
   };
 }
