@@ -1,4 +1,4 @@
-// Plan: the forward's fused per-layer dispatch list (kernels 'fused': WebGPU's default) against the
+// Plan: the forward's fused per-layer dispatch list (kernels 'fused', opt-in) against the
 // op-by-op list it replaces ('unfused'), on every provider of the lane (the host runs the fused ops' host
 // twins when asked), with real model fixtures:
 // (1) TS-fused-forward: stories260K (F32, llama2.c) and tiny-llama-Q4_K_M (Q4_K and Q6_K mixed inside a
