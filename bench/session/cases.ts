@@ -53,7 +53,7 @@ export const SMALL_MAX_SEQ = 64;
 /** checkpoint() is a few hundred nanoseconds: it is timed over this many calls per round. */
 export const CHECKPOINT_CALLS = 2000;
 /** Point 5: greedy tokens per timed generation, plain vs chained decode. */
-export const MODES_DECODE_TOKENS = 128;
+export const MODES_DECODE_TOKENS = 64;
 
 /**
  * A TinyStories-style text (the model's own domain) long enough to encode to more than
@@ -772,7 +772,7 @@ async function firstToken(s: TextSession, prompt: readonly number[], mode: Decod
  * MODES_DECODE_TOKENS tokens minus one of 0 tokens (the same prefill), divided by the tokens. Both sides
  * must generate the same ids and the same first token.
  */
-export async function decodeModesCase(t: BenchTarget, rounds = 5, warmup = 1): Promise<SessionRecord[]> {
+export async function decodeModesCase(t: BenchTarget, rounds = 3, warmup = 1): Promise<SessionRecord[]> {
   const prompt = t.tokenizer.encode(DECODE_PROMPT, { bos: true });
   const long = longPrompt(t.tokenizer);
   const sessions = { plain: await openSession(t, MAX_SEQ, MAX_BATCH, 'plain'), chained: await openSession(t) };
