@@ -13,11 +13,20 @@
 //     fused list's logits are bit-identical to the unsplit fused run at every position of a prompt and its
 //     greedy continuation (parts written in place; split Q/K/V through fused_norm_matmul and
 //     fused_rope_kv; batched steps with split FFN matrices: TS-split-bindings);
-// (4) bad kernel options are refused before anything is allocated.
+// (4) TS-fused-forward on synthetic GGUF models written here (five block-32 weight kinds in every layer):
+//     qwen2 (Q/K/V biases through the combined vector, NEOX pairs, tied classifier), llama with
+//     rope_freqs, llama with routed experts: batched and decode logits within 2e-4 of unfused, same argmax;
+// (5) TS-fused-split, batched: stories260K under 32 KiB (embedding, classifier and FFN split), per-row
+//     logits of a 12-token pass bit-identical to the unsplit fused run;
+// (6) bad kernel options are refused before anything is allocated.
 import { describe, expect, it } from 'vitest';
 import { LlamaForward, createHostProvider, createRuntime, createWebGPUProvider, loadModel, planWeights } from '../../src/index.js';
 import type { HostProvider, LoadedModel, LlamaForwardOptions, StepResult, WebGPUProvider } from '../../src/index.js';
+import type { GgufValue, PackedKind } from '../../src/index.js';
+import { randomGgufRows } from '../ops/qmatmul-blocks.js';
 import { expectCodeAsync } from '../support/expect-error.js';
+import { gv, writeGguf } from '../support/gguf-writer.js';
+import type { WriterTensor } from '../support/gguf-writer.js';
 import { readGgufFixture } from '../support/gguf-fixtures.js';
 import { readModelFixture } from '../support/models.js';
 import { inBrowser, providerCases } from '../support/providers.js';
@@ -71,6 +80,86 @@ async function greedy(f: LlamaForward, prompt: readonly number[], steps: number)
   return { ids, results };
 }
 
+/**
+ * A synthetic GGUF model (seeded) for the architecture flags: dim 64, 4 heads over 2 kv heads, ffn 96, 2
+ * layers, 40 tokens, every matrix in a different block-32 kind (Q8_0, Q4_0, Q5_1, Q4_1, Q5_0; the token
+ * embedding Q8_0, the classifier Q4_1), norms and biases F32.
+ */
+const SYN = { dim: 64, heads: 4, kvHeads: 2, ffn: 96, layers: 2, vocab: 40, experts: 4, used: 2 } as const;
+interface Synthetic {
+  readonly arch: 'llama' | 'qwen2';
+  readonly bias: boolean;
+  readonly tied: boolean;
+  readonly routed: boolean;
+  readonly factors: boolean;
+}
+function synthetic(spec: Synthetic, seed: number): Uint8Array {
+  const { dim, heads, kvHeads, ffn, layers, vocab, experts, used } = SYN;
+  const headDim = dim / heads;
+  const kvDim = kvHeads * headDim;
+  let n = seed;
+  const ggml = (shape: readonly number[]): number[] => [...shape].reverse();
+  const f32 = (name: string, values: Float32Array): WriterTensor => ({ name, shape: [values.length], type: 'F32', data: new Uint8Array(values.buffer.slice(0)) });
+  const vector = (name: string, len: number, scale: number, offset = 0): WriterTensor => {
+    const r = new Float32Array(len);
+    for (let i = 0; i < len; i++) r[i] = offset + scale * Math.sin(++n * 12.9898);
+    return f32(name, r);
+  };
+  const matrix = (name: string, kind: PackedKind, shape: readonly number[]): WriterTensor => {
+    const k = shape[shape.length - 1]!;
+    const rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);
+    return { name, shape: ggml(shape), type: kind, data: randomGgufRows(kind, rows, k, ++n) };
+  };
+  const tensors: WriterTensor[] = [matrix('token_embd.weight', 'Q8_0', [vocab, dim]), vector('output_norm.weight', dim, 0.2, 1)];
+  if (!spec.tied) tensors.push(matrix('output.weight', 'Q4_1', [vocab, dim]));
+  if (spec.factors) tensors.push(vector('rope_freqs.weight', headDim / 2, 0.5, 2));
+  for (let l = 0; l < layers; l++) {
+    const b = `blk.${l}.`;
+    tensors.push(vector(`${b}attn_norm.weight`, dim, 0.2, 1), matrix(`${b}attn_q.weight`, 'Q8_0', [dim, dim]), matrix(`${b}attn_k.weight`, 'Q4_0', [kvDim, dim]), matrix(`${b}attn_v.weight`, 'Q5_1', [kvDim, dim]));
+    if (spec.bias) tensors.push(vector(`${b}attn_q.bias`, dim, 0.5), vector(`${b}attn_k.bias`, kvDim, 0.5), vector(`${b}attn_v.bias`, kvDim, 0.5));
+    tensors.push(matrix(`${b}attn_output.weight`, 'Q4_1', [dim, dim]), vector(`${b}ffn_norm.weight`, dim, 0.2, 1));
+    if (spec.routed) {
+      tensors.push(
+        matrix(`${b}ffn_gate_inp.weight`, 'F32', [experts, dim]),
+        matrix(`${b}ffn_gate_exps.weight`, 'Q5_0', [experts, ffn, dim]),
+        matrix(`${b}ffn_up_exps.weight`, 'Q8_0', [experts, ffn, dim]),
+        matrix(`${b}ffn_down_exps.weight`, 'Q4_0', [experts, dim, ffn]),
+      );
+    } else {
+      tensors.push(matrix(`${b}ffn_gate.weight`, 'Q5_0', [ffn, dim]), matrix(`${b}ffn_up.weight`, 'Q8_0', [ffn, dim]), matrix(`${b}ffn_down.weight`, 'Q4_0', [dim, ffn]));
+    }
+  }
+  const tokens = ['<unk>', '<s>', '</s>', ...Array.from({ length: vocab - 3 }, (_, i) => `t${i}`)];
+  const hyper: Record<string, GgufValue> = {
+    embedding_length: gv.u32(dim),
+    block_count: gv.u32(layers),
+    feed_forward_length: gv.u32(ffn),
+    'attention.head_count': gv.u32(heads),
+    'attention.head_count_kv': gv.u32(kvHeads),
+    'attention.layer_norm_rms_epsilon': gv.f32(1e-5),
+    'rope.freq_base': gv.f32(10000),
+    context_length: gv.u32(64),
+    ...(spec.routed ? { expert_count: gv.u32(experts), expert_used_count: gv.u32(used) } : {}),
+  };
+  return writeGguf({
+    metadata: [
+      ['general.architecture', gv.str(spec.arch)],
+      ...Object.entries(hyper).map(([k, v]): [string, GgufValue] => [`${spec.arch}.${k}`, v]),
+      ['tokenizer.ggml.model', gv.str('llama')],
+      ['tokenizer.ggml.tokens', gv.strings(tokens)],
+      ['tokenizer.ggml.scores', gv.f32s(tokens.map((_, i) => -i))],
+      ['tokenizer.ggml.token_type', gv.i32s(tokens.map((_, i) => (i === 0 ? 2 : i < 3 ? 3 : 1)))],
+    ],
+    tensors,
+  }).bytes;
+}
+
+const SYNTHETIC: readonly [string, Synthetic][] = [
+  ['qwen2 (Q/K/V biases, NEOX pairs, tied classifier)', { arch: 'qwen2', bias: true, tied: true, routed: false, factors: false }],
+  ['llama with rope_freqs (frequency factors, untied classifier)', { arch: 'llama', bias: false, tied: false, routed: false, factors: true }],
+  ['llama with routed experts (router, top-2 of 4)', { arch: 'llama', bias: false, tied: false, routed: true, factors: false }],
+];
+
 async function pair(pc: ProviderCase, model: LoadedModel, options: LlamaForwardOptions): Promise<{ fused: LlamaForward; unfused: LlamaForward; provider: HostProvider | WebGPUProvider }> {
   const provider = await pc.make();
   const runtime = createRuntime(provider);
@@ -123,6 +212,63 @@ for (const pc of providerCases()) {
         fused.dispose();
         unfused.dispose();
         destroy(provider);
+      }
+    }, TIMEOUT);
+
+    for (const [label, spec] of SYNTHETIC) {
+      it(`[TS-fused-forward] ${label}, five weight kinds in a layer: fused logits within 2e-4 of unfused, batched and decode, same argmax`, async () => {
+        const model = await loadModel(synthetic(spec, spec.arch === 'qwen2' ? 101 : spec.routed ? 303 : 202));
+        expect(model.architecture.attentionBias).toBe(spec.bias);
+        expect(model.architecture.ffn).toBe(spec.routed ? 'routed' : 'dense');
+        const { fused, unfused, provider } = await pair(pc, model, { maxSeq: 16, maxBatch: 8 });
+        try {
+          const tokens = [1, 7, 19, 3, 11];
+          const a = await fused.run(tokens, 0, { allRows: true });
+          const b = await unfused.run(tokens, 0, { allRows: true });
+          expect(a.argmaxRows).toEqual(b.argmaxRows);
+          expectNear(a.rowLogits, b.rowLogits, 'batched');
+          for (let pos = tokens.length; pos < tokens.length + 3; pos++) {
+            const da = await fused.run([pos % SYN.vocab], pos);
+            const db = await unfused.run([pos % SYN.vocab], pos);
+            expect(da.argmax).toBe(db.argmax);
+            expectNear(da.logits, db.logits, `decode at ${pos}`);
+          }
+          // Biases take the 8-binding path through the combined vector: the same 5 dispatches per layer.
+          if (!spec.routed) expect(fused.stepDispatches(1)).toBe(FUSED_PER_LAYER * SYN.layers + FUSED_PER_STEP);
+        } finally {
+          fused.dispose();
+          unfused.dispose();
+          destroy(provider);
+        }
+      }, TIMEOUT);
+    }
+
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-split] batched: the embedding, classifier and FFN split under 32 KiB, each part written into its columns of every row: per-row logits bit-identical to the unsplit fused run', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      const limit = 32 * KIB;
+      const plain = await pc.make();
+      const small = pc.kind === 'host'
+        ? createHostProvider({ maxAllocationBytes: limit, ...(inBrowser ? { shared: true } : {}) })
+        : await createWebGPUProvider({ ...(inBrowser ? {} : { gpu: (globalThis as { __tenonNodeGPU?: GPU }).__tenonNodeGPU! }), limits: { maxBufferSize: limit, maxStorageBufferBindingSize: limit } });
+      const options = { maxSeq: 32, maxBatch: 16, kernels: 'fused', decode: 'plain' } as const;
+      try {
+        const whole = await LlamaForward.create(createRuntime(plain), model, options);
+        const parts = await LlamaForward.create(createRuntime(small), model, options);
+        try {
+          expect(parts.parts.classifier).toBeGreaterThan(1);
+          expect(planWeights(model, small).tensors.find((t) => t.name === 'blk.0.ffn_gate.weight')!.parts.length).toBeGreaterThan(1);
+          const tokens = [1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315];
+          const a = await whole.run(tokens, 0, { allRows: true });
+          const b = await parts.run(tokens, 0, { allRows: true });
+          expect(b.argmaxRows).toEqual(a.argmaxRows);
+          expectSameBits(b.rowLogits, a.rowLogits, 'batched');
+        } finally {
+          whole.dispose();
+          parts.dispose();
+        }
+      } finally {
+        destroy(plain);
+        destroy(small);
       }
     }, TIMEOUT);
 
