@@ -46,3 +46,6 @@ export type {
 } from './session.js';
 export { MODEL_CACHE_DIRECTORY, cacheModelSource, findCachedModelSource, modelSourcePath, readModelSource } from './model-source.js';
 export type { CacheModelSourceOptions, CachedModelSource, ModelSource, ModelSourceProgress } from './model-source.js';
+// Layer residency (issue 13): resident or a bounded window of layer slots, chosen at construction.
+export { LayerWindow, SLOT_OFFSET_ALIGNMENT, planWindow } from './residency.js';
+export type { ResidencyKind, ResidencyPolicy, ResidencyReport, WindowFaults } from './residency.js';

@@ -107,8 +107,10 @@ import {
 } from '../submit/index.js';
 import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
-import type { ArchitectureEntry, LayerRole, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, WeightTensor } from '../model/index.js';
+import type { ArchitectureEntry, LayerRole, LayerWeights, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, ModelTensor, WeightTensor } from '../model/index.js';
 import type { DeviceChoice } from './sampler.js';
+import { LayerWindow, checkPolicy, planWindow, residentReport } from './residency.js';
+import type { ResidencyKind, ResidencyPolicy, ResidencyReport, SlotEntry } from './residency.js';
 
 export interface LlamaForwardOptions {
   /** Cache length in positions (default: the model's context length, at most DEFAULT_MAX_SEQ; maximum: the context length). */
@@ -139,6 +141,12 @@ export interface LlamaForwardOptions {
    * cache longer than this runs decode attention split over positions plus a combine dispatch.
    */
   readonly attentionSplit?: number;
+  /**
+   * Layer residency (residency.ts), chosen here for the forward's life: `{ kind: 'resident' }` (the
+   * default) or `{ kind: 'bounded', bytes }` (at most `bytes` of layer weights on the provider, in a
+   * window of slots; steps run 'plain', ceil(layers / slots) submissions each, op-by-op kernels only).
+   */
+  readonly residency?: ResidencyPolicy;
 }
 
 /** Which per-layer dispatch list the graphs are built from. */
@@ -203,8 +211,14 @@ const U32_BYTES = 4;
 const NO_ROW = 0xffff_ffff;
 
 /** Cache key of a graph: token count, per-row logits, layer observation, ids source, sample op as the choice. */
-function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource, sampled = false): string {
-  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}`;
+function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource, sampled = false, range?: LayerRange): string {
+  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}${range === undefined ? '' : `:L${range.first}-${range.end}`}`;
+}
+
+/** Layers [first, end) of one bounded submission (the embedding with the first, the classifier with the last). */
+interface LayerRange {
+  readonly first: number;
+  readonly end: number;
 }
 
 /** What feeds the embedding of a graph: the ids buffer the host writes (plain), ids the graph takes from the staged prompt or the uniform (step_ids), or the `next` buffer. */
@@ -424,6 +438,32 @@ function activationWidths(c: ModelConfig, entry: ArchitectureEntry): Record<stri
   return widths;
 }
 
+/** Bounded residency: layer `l`'s weights as the graphs bind them, each part an alias into the layer's slot. */
+function slotWeights(model: LoadedModel, l: number, entries: readonly SlotEntry[], at: AllocationSlot, descriptors: readonly DescriptorSlot[]): LayerWeights {
+  const out: Partial<Record<LayerRole, WeightTensor>> = {};
+  for (const [role, t] of Object.entries(model.layers[l]!) as [LayerRole, ModelTensor][]) {
+    const mine = entries.map((e, i) => ({ e, i })).filter(({ e }) => e.role === role);
+    const first = mine[0]!.e;
+    const g = t.geometry;
+    out[role] = {
+      name: t.name,
+      role,
+      layer: l,
+      kind: t.kind.name,
+      packedLayout: t.kind.packedLayout,
+      dtype: first.dtype,
+      shape: g.shape,
+      rows: g.rows,
+      rowElements: g.rowElements,
+      packedRowWords: g.packedRowWords,
+      matrixRows: first.matrixRows,
+      packedBytes: g.packedBytes,
+      parts: mine.map(({ e, i }) => ({ firstRow: e.firstRow, rows: e.rows, allocation: at, slot: descriptors[i]!, byteLength: e.byteLength })),
+    };
+  }
+  return out;
+}
+
 export class LlamaForward {
   readonly model: LoadedModel;
   readonly config: ModelConfig;
@@ -475,6 +515,12 @@ export class LlamaForward {
   /** Fused list, cache longer than one split: positions per split and the partials [1, heads, splits, headDim + 2]. */
   readonly #attentionSplit: { readonly len: number; readonly part: Allocation } | undefined;
   #lost: TenonError | undefined;
+  /** Bounded residency: the window and each layer's slot descriptors ([layer][entry]); undefined when resident. */
+  readonly #window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[] } | undefined;
+  /** Resident: packed bytes of each layer (for the report). */
+  readonly #layerPacked: readonly number[];
+  /** Tokens the resident forward ran (report). */
+  #residentTokens = 0;
 
   private constructor(
     runtime: Runtime,
@@ -484,6 +530,8 @@ export class LlamaForward {
     maxBatch: number,
     group: AllocationGroup,
     parts: {
+      window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[] } | undefined;
+      layerPacked: readonly number[];
       plan: ForwardPlan;
       variant: QMatmulVariant;
       embed: Matrix;
@@ -509,7 +557,9 @@ export class LlamaForward {
     this.config = model.config;
     this.maxSeq = maxSeq;
     this.maxBatch = maxBatch;
-    this.weightBytes = weights.packedBytes;
+    this.#window = parts.window;
+    this.#layerPacked = parts.layerPacked;
+    this.weightBytes = weights.packedBytes + (parts.window === undefined ? 0 : parts.window.window.plan.slots * parts.window.window.plan.slotBytes);
     this.weightBytesByKind = weights.bytesByKind;
     this.#group = group;
     this.#plan = parts.plan;
@@ -561,6 +611,8 @@ export class LlamaForward {
     const splitLen = options.attentionSplit ?? ATTENTION_SPLIT_POSITIONS;
     if (!Number.isSafeInteger(splitLen) || splitLen < 1) throw new TenonError('EINVAL', 'attentionSplit must be a positive integer', { op, reason: 'bad-attention-split' });
     const fused = kernels === 'fused';
+    const residency = checkPolicy(options.residency, op);
+    if (residency.kind === 'bounded' && fused) throw new TenonError('ENOTSUP', 'a bounded window runs the op-by-op kernels', { op, reason: 'bounded-needs-unfused' });
     const splitAttention = fused && maxSeq > splitLen;
     const ropeFactors = await ropeFactorsOf(model);
     const plan: ForwardPlan = { ropeStyle: entry.ropeStyle, ropeFactors, eps: c.rmsEps, theta: c.ropeTheta };
@@ -586,7 +638,7 @@ export class LlamaForward {
       }
     }
     const embedParts = partsOf.get(model.globals.tokenEmbedding.name)!.length;
-    const chained = decode === 'chained' && embedParts === 1;
+    const chained = decode === 'chained' && embedParts === 1 && residency.kind === 'resident';
     const classifierTensor = c.tiedOutput ? model.globals.tokenEmbedding : model.globals.output;
     let largestSplitPart = 0;
     for (const t of model.tensors) {
@@ -618,7 +670,12 @@ export class LlamaForward {
       }
     }
 
-    const weights = await materializeWeights(model, provider, {
+    // Bounded: the window is planned (EINVAL budget-below-layer) and the host copies read before anything
+    // is allocated; only the globals are materialized, the layers go into the window's slots.
+    const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op) : undefined;
+    const window = windowPlan === undefined ? undefined : await LayerWindow.create(model, windowPlan);
+    const globalsOnly: LoadedModel = { ...model, tensors: model.tensors.filter((t) => t.layer === undefined), layers: [] };
+    const weights = await materializeWeights(window === undefined ? model : globalsOnly, provider, {
       ...(options.maxBindingBytes === undefined ? {} : { maxBindingBytes: options.maxBindingBytes }),
       ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
@@ -636,8 +693,20 @@ export class LlamaForward {
         return { allocation: r.allocation, slot: r.descriptor };
       };
       const layers: LayerSlots[] = [];
+      const slotAllocations: AllocationSlot[] = [];
+      const slotDescriptors: DescriptorSlot[][] = [];
+      if (windowPlan !== undefined) {
+        for (let s = 0; s < windowPlan.slots; s++) slotAllocations.push((await blank('u32', [windowPlan.slotBytes / U32_BYTES], false)).allocation);
+      }
       for (let l = 0; l < c.layers; l++) {
-        const w = weights.layers[l]!;
+        let w = weights.layers[l]!;
+        if (windowPlan !== undefined) {
+          const entries = windowPlan.layers[l]!.entries;
+          const at = slotAllocations[l % windowPlan.slots]!;
+          const descriptors = entries.map((e) => group.alias(at, e.dtype, { shape: [...e.shape], byteOffset: e.offset }));
+          slotDescriptors.push(descriptors);
+          w = slotWeights(model, l, entries, at, descriptors);
+        }
         const role = (r: LayerRole): WeightTensor => need<WeightTensor>(w[r], `blk.${l} ${r}`);
         const ffn: DenseFfn | RoutedFfn =
           entry.ffn === 'routed'
@@ -684,7 +753,10 @@ export class LlamaForward {
         held = undefined;
         held = await fillVectors(runtime, group, copies);
       }
+      const layerPacked = windowPlan === undefined ? weights.layers.map((lw) => Object.values(lw).reduce((n, t) => n + t.packedBytes, 0)) : [];
       return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, held, {
+        window: window === undefined ? undefined : { window, descriptors: slotDescriptors },
+        layerPacked,
         plan,
         variant,
         embed,
@@ -713,6 +785,21 @@ export class LlamaForward {
   /** Whether the state was lost (a step ended completion-unproven); every later step fails ENODEV. */
   get lost(): boolean {
     return this.#lost !== undefined;
+  }
+
+  /** The residency policy chosen at construction. */
+  get residencyPolicy(): ResidencyKind {
+    return this.#window === undefined ? 'resident' : 'bounded';
+  }
+
+  /** Which residency runs, the window's bytes and the bytes uploaded per token (residency.ts). */
+  residency(): ResidencyReport {
+    return this.#window === undefined ? residentReport(this.#layerPacked, this.#residentTokens) : this.#window.window.report();
+  }
+
+  /** The bounded window's fault seam (residency.ts WindowFaults); undefined when resident. */
+  get residencyFaults(): LayerWindow['faults'] | undefined {
+    return this.#window?.window.faults;
   }
 
   /** The model state, for callers that inspect or checkpoint it between steps (e.g. KV bytes). */
@@ -778,27 +865,35 @@ export class LlamaForward {
       const r = group.insert(await zeros(provider, 'f32', [this.#layers.length * this.maxBatch, this.config.dim]));
       this.#hidden = { allocation: r.allocation, slot: r.descriptor };
     }
-    const { graph, ids, logits: logitsSlot, next: nextSlot } = this.#graphFor(T, allRows, layers, 'ids', group);
-    {
-      using m = group.viewMut<'u32'>(ids);
-      await m.write(this.#idsFor(tokens));
+    // Resident: one submission of every layer. Bounded: one per window of layers, each preceded by the
+    // uploads of its layers into their slots (only while the group is in hand: the submission that read a
+    // slot before has returned it with a proven outcome).
+    const bounded = this.#window;
+    const ranges: (LayerRange | undefined)[] = [];
+    if (bounded === undefined) ranges.push(undefined);
+    else for (let first = 0, n = bounded.window.plan.slots; first < this.#layers.length; first += n) ranges.push({ first, end: Math.min(first + n, this.#layers.length) });
+    let back = group;
+    let entry: GraphEntry | undefined;
+    for (const [i, range] of ranges.entries()) {
+      entry = this.#graphFor(T, allRows, layers, 'ids', back, false, range);
+      if (bounded !== undefined) {
+        const held = back;
+        for (let l = range!.first; l < range!.end; l++) {
+          await bounded.window.acquire(l, async (layer, index, _e, data) => {
+            using m = held.viewMut(bounded.descriptors[layer]![index]!);
+            await m.write(data);
+          });
+        }
+      }
+      if (i === 0) {
+        using m = back.viewMut<'u32'>(entry.ids);
+        await m.write(this.#idsFor(tokens));
+      }
+      back = await this.#submitPlain(entry.graph, back, pos0);
     }
-    this.#group = undefined;
-    const handle = await this.runtime.submit(graph, group, { step: { pos: pos0 } }).catch((err: unknown) => {
-      this.#group = group; // rejected before admission: still ours, untouched
-      throw err;
-    });
-    const outcome = await handle.wait();
-    if (outcome.kind === 'completion-unproven') {
-      this.#lost = outcome.cause;
-      throw outcome.cause;
-    }
-    if (outcome.kind === 'retired-failed') {
-      this.#group = outcome.inputs;
-      throw outcome.cause;
-    }
-    const back = outcome.bundle.intoGroup().group;
-    this.#group = back;
+    if (bounded === undefined) this.#residentTokens += T;
+    else bounded.window.countTokens(T);
+    const { logits: logitsSlot, next: nextSlot } = entry!;
     let logits: Float32Array = NO_LOGITS;
     let next: Uint32Array = new Uint32Array(0);
     let hidden: Float32Array | undefined;
@@ -820,6 +915,27 @@ export class LlamaForward {
     const stride = this.maxBatch * this.config.dim;
     const rows = T * this.config.dim;
     return { ...result, layers: this.#layers.map((_, l) => hidden.slice(l * stride, l * stride + rows)) };
+  }
+
+  /** Submits one plain step on the group and waits for its proven outcome; returns the group. */
+  async #submitPlain(graph: CompiledGraph, group: AllocationGroup, pos0: number): Promise<AllocationGroup> {
+    this.#group = undefined;
+    const handle = await this.runtime.submit(graph, group, { step: { pos: pos0 } }).catch((err: unknown) => {
+      this.#group = group; // rejected before admission: still ours, untouched
+      throw err;
+    });
+    const outcome = await handle.wait();
+    if (outcome.kind === 'completion-unproven') {
+      this.#lost = outcome.cause;
+      throw outcome.cause;
+    }
+    if (outcome.kind === 'retired-failed') {
+      this.#group = outcome.inputs;
+      throw outcome.cause;
+    }
+    const back = outcome.bundle.intoGroup().group;
+    this.#group = back;
+    return back;
   }
 
   /** Ends the forward: releases every tensor of the state (unless lost) and the compiled graphs. */
@@ -1031,8 +1147,10 @@ export class LlamaForward {
     return out;
   }
 
-  #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup, sampled = false): GraphEntry {
-    const key = graphKey(T, allRows, layers, source, sampled);
+  #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup, sampled = false, range?: LayerRange): GraphEntry {
+    const key = graphKey(T, allRows, layers, source, sampled, range);
+    const head = range === undefined || range.first === 0;
+    const tail = range === undefined || range.end === this.#layers.length;
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
@@ -1117,12 +1235,12 @@ export class LlamaForward {
     let idsSlot: DescriptorSlot;
     if (source === 'device') {
       idsSlot = this.#next;
-      declare('ids', idsSlot, 'u32', [T]);
+      if (head) declare('ids', idsSlot, 'u32', [T]);
     } else {
       idsSlot = T === this.maxBatch && embed.parts.length === 1 ? this.#ids.slot : group.alias(this.#ids.allocation, 'u32', { shape: [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T] });
-      declare('ids', idsSlot, 'u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T]);
+      if (head) declare('ids', idsSlot, 'u32', [(embed.parts.length > 1 ? embed.parts.length + 1 : 1) * T]);
     }
-    if (source === 'staged') {
+    if (head && source === 'staged') {
       const staged = this.maxSeq;
       declare('staged', this.#staged!.slot, 'u32', [staged]);
       add(stepIds, ['staged', 'ids'], (s: StepValues): StepIdsParams => {
@@ -1135,7 +1253,9 @@ export class LlamaForward {
       if (embed.kind === 'F32') add(gather, [ids, partName(embed, p), out], { count: T, vocab: part.rows, dim });
       else add(qgatherOp(embed.kind), [ids, partName(embed, p), out], { count: T, vocab: part.rows, dim });
     };
-    if (embed.parts.length === 1) lookup('ids', 0, x);
+    if (!head) {
+      // A later window of a bounded step: x holds the residual stream the previous submission left.
+    } else if (embed.parts.length === 1) lookup('ids', 0, x);
     else {
       const P = embed.parts.length;
       const scratch = this.#embedScratch!.allocation;
@@ -1274,6 +1394,7 @@ export class LlamaForward {
     };
 
     this.#layers.forEach((L, l) => {
+      if (range !== undefined && (l < range.first || l >= range.end)) return;
       const vec = (name: string, slot: DescriptorSlot, width: number) => declare(`${name}${l}`, slot, 'f32', [width]);
       const kc = declare(`kCache${l}`, L.kCache, 'f32', [this.maxSeq, kvDim]);
       const vc = declare(`vCache${l}`, L.vCache, 'f32', [this.maxSeq, kvDim]);
@@ -1315,6 +1436,12 @@ export class LlamaForward {
       }
       observe(l);
     });
+    if (!tail) {
+      const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: [] });
+      const entry = { graph, ids: idsSlot, logits: this.#logits.slot, next: this.#next };
+      this.#graphs.set(key, entry);
+      return entry;
+    }
     // The final norm: its own dispatch (unfused), or folded into the classifier (fused).
     const outputNorm = declare('outputNorm', this.#outputNorm, 'f32', [dim]);
     if (!fused) add(rmsnorm, [x, outputNorm, xb], { rows: T, cols: dim, eps: plan.eps });

@@ -1,0 +1,262 @@
+// Layer residency (seed 003 "Residency"; DESIGN.md "Residency"): which layer weights are on the provider
+// while a forward runs. Chosen once, at LlamaForward construction, and never changed:
+// - `resident` (the default): every weight is uploaded at construction and stays until dispose.
+// - `bounded` ({ bytes }): the globals (token embedding, classifier, output norm) stay resident; the layer
+//   weights stay on the host as packed copies (read from the model's range source once, at construction:
+//   GGUF bytes, OPFS, or a llama2.c file) and at most `bytes` of them are on the provider at once, in a
+//   window of `slots` slots of `slotBytes` each (slots * slotBytes <= bytes). Layer l always lives in slot
+//   l mod slots; a step runs the layers as ceil(layers / slots) submissions of `slots` layers each, and
+//   before each one the layers it reads are written into their slots (skipped when a slot still holds
+//   that layer: a window as large as the model uploads each layer once).
+// Ownership. The window's slot allocations belong to the forward's state group (a submission binds one
+// group), so a slot is written only while the forward holds that group, i.e. only after the submission
+// that last read the slot returned the group with a proven outcome (G3): a slot is never reused before its
+// reader is proven complete. A step that ends completion-unproven leaves the state group, slots included,
+// retained by the runtime forever, and the forward is fenced (ENODEV). Releasing the forward releases the
+// window with the rest of the group.
+// What this module owns: the plan (validated before anything is allocated: a budget below the largest
+// layer is EINVAL `budget-below-layer` with the numbers), the host copies, the slot bookkeeping (which
+// layer each slot holds; a slot whose upload failed part-way holds nothing) and the counters. It performs
+// no GPU work: LlamaForward writes the slots through the group and submits.
+// The `faults` seam fails the host read of one layer part-way (after its first tensor was written), as an
+// OPFS read error would: the step fails EIO `layer-read-failed` naming the layer, the slot holds nothing,
+// and the session's transaction rolls the state back.
+// Thread: the forward's (the runtime's).
+import { TenonError } from '../errors.js';
+import type { LayerRole, LoadedModel, ModelTensor } from '../model/index.js';
+
+export type ResidencyPolicy = { readonly kind: 'resident' } | { readonly kind: 'bounded'; readonly bytes: number };
+export type ResidencyKind = ResidencyPolicy['kind'];
+
+/** Slot offsets of a layer's tensors are aligned to this (WebGPU's minStorageBufferOffsetAlignment default). */
+export const SLOT_OFFSET_ALIGNMENT = 256;
+
+/** What a forward reports about its residency (SessionReport.layerResidency). */
+export interface ResidencyReport {
+  readonly policy: ResidencyKind;
+  /** The budget asked for (bounded) or every layer's bytes (resident). */
+  readonly budgetBytes: number;
+  /** Bytes of layer weights the provider holds: the window (bounded) or every layer (resident). */
+  readonly windowBytes: number;
+  /** Slots of the window and bytes of one slot (the largest layer, offsets aligned); 0 for resident. */
+  readonly slots: number;
+  readonly slotBytes: number;
+  /** Packed bytes of the largest layer and of all layers. */
+  readonly largestLayerBytes: number;
+  readonly layerBytes: number;
+  /** Submissions per step (1 resident; ceil(layers / slots) bounded). */
+  readonly submissionsPerStep: number;
+  /** Layer bytes written into slots so far, layer uploads so far, and tokens processed so far. */
+  readonly bytesUploaded: number;
+  readonly layerUploads: number;
+  readonly tokens: number;
+  /** bytesUploaded / tokens (0 before the first token). */
+  readonly bytesUploadedPerToken: number;
+}
+
+/** One tensor part of a layer: where it lives in a slot and its packed host copy. */
+export interface SlotEntry {
+  readonly role: LayerRole;
+  readonly part: number;
+  readonly firstRow: number;
+  readonly rows: number;
+  /** Packed row words (u32) or elements (f32) per row. */
+  readonly rowWords: number;
+  readonly dtype: 'f32' | 'u32';
+  /** The part's shape as materializeWeights allocates it ([words] for a vector, else [rows, words]). */
+  readonly shape: readonly number[];
+  /** Rows of one matrix (an expert's rows for 3-D tensors). */
+  readonly matrixRows: number;
+  /** Byte offset in the slot (aligned). */
+  readonly offset: number;
+  readonly byteLength: number;
+}
+
+export interface LayerPlan {
+  readonly entries: readonly SlotEntry[];
+  /** Bytes the layer takes in a slot (aligned offsets). */
+  readonly slotBytes: number;
+  readonly packedBytes: number;
+}
+
+export interface WindowPlan {
+  readonly budget: number;
+  readonly slots: number;
+  readonly slotBytes: number;
+  readonly layers: readonly LayerPlan[];
+}
+
+type PartsOf = ReadonlyMap<string, readonly { readonly firstRow: number; readonly rows: number; readonly byteLength: number }[]>;
+
+function alignUp(n: number, to: number): number {
+  return Math.ceil(n / to) * to;
+}
+
+/** Checks a policy's shape (EINVAL `bad-residency`); returns it with the default filled in. */
+export function checkPolicy(policy: ResidencyPolicy | undefined, op: string): ResidencyPolicy {
+  if (policy === undefined) return { kind: 'resident' };
+  if (policy.kind === 'resident') return policy;
+  if (policy.kind === 'bounded') {
+    if (!Number.isSafeInteger(policy.bytes) || policy.bytes < 1) throw new TenonError('EINVAL', 'residency.bytes must be a positive integer', { op, reason: 'bad-residency' });
+    return policy;
+  }
+  throw new TenonError('EINVAL', "residency.kind must be 'resident' or 'bounded'", { op, reason: 'bad-residency' });
+}
+
+/**
+ * Plans the bounded window from the weight layout (planWeights' parts): every layer's slot layout, the
+ * slot size (the largest layer) and the slot count (as many whole slots as the budget holds, at most one
+ * per layer). EINVAL `budget-below-layer` with ids { budget, largestLayer } when one slot does not fit.
+ */
+export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number, op: string): WindowPlan {
+  const layers: LayerPlan[] = model.layers.map((tensors) => {
+    const entries: SlotEntry[] = [];
+    let offset = 0;
+    let packedBytes = 0;
+    for (const [role, t] of Object.entries(tensors) as [LayerRole, ModelTensor][]) {
+      const dtype = t.kind.name === 'F32' ? 'f32' : 'u32';
+      const g = t.geometry;
+      const matrixRows = g.shape.length >= 2 ? g.shape[g.shape.length - 2]! : 1;
+      partsOf.get(t.name)!.forEach((p, part) => {
+        const shape = g.shape.length === 1 ? [g.packedRowWords] : [p.rows, g.packedRowWords];
+        entries.push({ role, part, firstRow: p.firstRow, rows: p.rows, rowWords: g.packedRowWords, dtype, shape, matrixRows, offset, byteLength: p.byteLength });
+        offset = alignUp(offset + p.byteLength, SLOT_OFFSET_ALIGNMENT);
+        packedBytes += p.byteLength;
+      });
+    }
+    return { entries, slotBytes: offset, packedBytes };
+  });
+  const slotBytes = Math.max(...layers.map((l) => l.slotBytes));
+  if (budget < slotBytes) {
+    throw new TenonError('EINVAL', `a budget of ${budget} bytes is below the largest layer (${slotBytes} bytes in a slot)`, { op, reason: 'budget-below-layer', ids: { budget, largestLayer: slotBytes } });
+  }
+  return { budget, slots: Math.min(layers.length, Math.floor(budget / slotBytes)), slotBytes, layers };
+}
+
+/** Named fault seam of a window (fires once). */
+export interface WindowFaults {
+  /** The next host read of `layer` fails after the layer's first tensor was written into its slot. */
+  failLayerRead(layer: number): void;
+}
+
+/** Receives entry `index` of `layer` with its packed bytes (LlamaForward writes them into the slot through the group). */
+export type SlotWriter = (layer: number, index: number, entry: SlotEntry, data: Uint32Array | Float32Array) => Promise<void>;
+
+/**
+ * The host side of a bounded window: packed host copies of every layer, which layer each slot holds, and
+ * the upload counters. `acquire` makes a slot hold a layer (writing it only when it does not already).
+ */
+export class LayerWindow {
+  readonly plan: WindowPlan;
+  /** Host copies: [layer][entry]. */
+  readonly #host: readonly (readonly (Uint32Array | Float32Array)[])[];
+  /** The layer each slot holds, or -1 (empty, or an upload that did not finish). */
+  readonly #holds: number[];
+  #failRead: number | undefined;
+  #bytesUploaded = 0;
+  #uploads = 0;
+  #tokens = 0;
+  readonly faults: WindowFaults = {
+    failLayerRead: (layer: number): void => {
+      this.#failRead = layer;
+    },
+  };
+
+  private constructor(plan: WindowPlan, host: (Uint32Array | Float32Array)[][]) {
+    this.plan = plan;
+    this.#host = host;
+    this.#holds = new Array<number>(plan.slots).fill(-1);
+  }
+
+  /** Reads every layer tensor through the model's range source and repacks it (host memory only). */
+  static async create(model: LoadedModel, plan: WindowPlan): Promise<LayerWindow> {
+    const host: (Uint32Array | Float32Array)[][] = [];
+    for (const [l, tensors] of model.layers.entries()) {
+      const layer: (Uint32Array | Float32Array)[] = [];
+      for (const e of plan.layers[l]!.entries) {
+        const t = tensors[e.role]!;
+        const words = new Uint32Array(e.rows * e.rowWords);
+        const stored = await t.readRows(e.firstRow, e.rows);
+        t.kind.repack(stored, t.geometry.rowElements, words);
+        layer.push(e.dtype === 'f32' ? new Float32Array(words.buffer) : words);
+      }
+      host.push(layer);
+    }
+    return new LayerWindow(plan, host);
+  }
+
+  /** The slot layer `l` lives in. */
+  slotOf(layer: number): number {
+    return layer % this.plan.slots;
+  }
+
+  /** Whether `slot` holds `layer` now. */
+  holds(slot: number, layer: number): boolean {
+    return this.#holds[slot] === layer;
+  }
+
+  /**
+   * Makes layer `l`'s slot hold it: nothing when it does already, else every entry written through
+   * `write`. The slot holds nothing while the upload runs, so a failure part-way leaves it empty (its
+   * next acquire writes the whole layer again). Call only while the caller holds the group (no
+   * submission reads the slot).
+   */
+  async acquire(layer: number, write: SlotWriter): Promise<void> {
+    const slot = this.slotOf(layer);
+    if (this.holds(slot, layer)) return;
+    this.#holds[slot] = -1;
+    const plan = this.plan.layers[layer]!;
+    for (const [i, e] of plan.entries.entries()) {
+      if (i === 1 && this.#failRead === layer) {
+        this.#failRead = undefined;
+        throw new TenonError('EIO', `reading the weights of layer ${layer} failed`, { op: 'residency.acquire', reason: 'layer-read-failed', ids: { layer } });
+      }
+      await write(layer, i, e, this.#host[layer]![i]!);
+      this.#bytesUploaded += e.byteLength;
+    }
+    this.#uploads++;
+    this.#holds[slot] = layer;
+  }
+
+  /** Counts the tokens of a step that completed. */
+  countTokens(n: number): void {
+    this.#tokens += n;
+  }
+
+  report(): ResidencyReport {
+    const layerBytes = this.plan.layers.reduce((n, l) => n + l.packedBytes, 0);
+    return {
+      policy: 'bounded',
+      budgetBytes: this.plan.budget,
+      windowBytes: this.plan.slots * this.plan.slotBytes,
+      slots: this.plan.slots,
+      slotBytes: this.plan.slotBytes,
+      largestLayerBytes: Math.max(...this.plan.layers.map((l) => l.packedBytes)),
+      layerBytes,
+      submissionsPerStep: Math.ceil(this.plan.layers.length / this.plan.slots),
+      bytesUploaded: this.#bytesUploaded,
+      layerUploads: this.#uploads,
+      tokens: this.#tokens,
+      bytesUploadedPerToken: this.#tokens === 0 ? 0 : this.#bytesUploaded / this.#tokens,
+    };
+  }
+}
+
+/** The report of a resident forward: every layer on the provider, nothing uploaded per token. */
+export function residentReport(layerPackedBytes: readonly number[], tokens: number): ResidencyReport {
+  const layerBytes = layerPackedBytes.reduce((a, b) => a + b, 0);
+  return {
+    policy: 'resident',
+    budgetBytes: layerBytes,
+    windowBytes: layerBytes,
+    slots: 0,
+    slotBytes: 0,
+    largestLayerBytes: Math.max(0, ...layerPackedBytes),
+    layerBytes,
+    submissionsPerStep: 1,
+    bytesUploaded: 0,
+    layerUploads: 0,
+    tokens,
+    bytesUploadedPerToken: 0,
+  };
+}
