@@ -58,6 +58,7 @@ import { PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './pro
 import type { PromptCacheManifest } from './prompt-cache.js';
 import { LlamaForward } from './llama.js';
 import type { ChainedStep, DecodeMode, LlamaForwardOptions, StepResult } from './llama.js';
+import type { ResidencyReport } from './residency.js';
 import type { LlamaModelFile } from '../model/index.js';
 import { Sampler, argmaxOf } from './sampler.js';
 import type { DeviceChoice, SamplerOptions } from './sampler.js';
@@ -162,6 +163,8 @@ export interface SessionReport {
   readonly maxSeq: number;
   readonly epoch: number;
   readonly lastOutcome: StepOutcome | undefined;
+  /** Layer residency (residency.ts): which policy runs, the window's bytes, bytes uploaded per token. */
+  readonly layerResidency: ResidencyReport;
 }
 
 export interface GenerateOptions extends SamplerOptions {
@@ -226,6 +229,8 @@ export interface SessionFaults {
   failNextRestoreAfter(buffers: number): void;
   /** Makes the next prompt-cache save write its blob with one byte flipped after the digest was declared. */
   corruptNextCacheSave(): void;
+  /** Bounded residency: the next host read of `layer`'s weights fails part-way (EINVAL `not-bounded` when resident). */
+  failLayerRead(layer: number): void;
 }
 
 export interface SavePromptCacheOptions {
@@ -416,6 +421,11 @@ export class TextSession {
       },
       corruptNextCacheSave: () => {
         this.#corruptCacheSave = true;
+      },
+      failLayerRead: (layer: number) => {
+        const seam = this.#forward.residencyFaults;
+        if (seam === undefined) throw new TenonError('EINVAL', 'the session runs resident layers', { op: 'session.faults', reason: 'not-bounded' });
+        seam.failLayerRead(layer);
       },
     });
   }
@@ -625,6 +635,7 @@ export class TextSession {
       maxSeq: this.maxSeq,
       epoch: this.#epoch,
       lastOutcome: this.#lastOutcome,
+      layerResidency: this.#forward.residency(),
     };
   }
 
