@@ -25,6 +25,14 @@ import { sample } from './sample.js';
 import { scale } from './scale.js';
 import { siluMul } from './silu-mul.js';
 import { softmax } from './softmax.js';
+import { attentionGradKV, attentionGradQ } from './grad-attention.js';
+import { adamwStep } from './grad-adamw.js';
+import { crossEntropyGrad } from './grad-cross-entropy.js';
+import { embeddingGrad } from './grad-embedding.js';
+import { matmulTNGrad } from './grad-matmul.js';
+import { rmsnormGradW, rmsnormGradX } from './grad-rmsnorm.js';
+import { ropeGrad } from './grad-rope.js';
+import { siluMulGrad } from './grad-silu-mul.js';
 import type { AnyOpDef } from './types.js';
 
 export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeCombine, moeRoute, mul, rmsnorm, rope, sample, scale, siluMul, softmax };
@@ -68,15 +76,35 @@ export type { ScaleParams } from './scale.js';
 export type { SiluMulParams } from './silu-mul.js';
 export type { SoftmaxParams } from './softmax.js';
 export { rowsPerInvocation } from './tiling.js';
+export { ATTENTION_GRAD_STATS, attentionGradKV, attentionGradQ } from './grad-attention.js';
+export type { AttentionGradParams } from './grad-attention.js';
+export { adamwCorrections, adamwStep } from './grad-adamw.js';
+export type { AdamWParams } from './grad-adamw.js';
+export { checkTargets, crossEntropyGrad } from './grad-cross-entropy.js';
+export type { CrossEntropyGradParams } from './grad-cross-entropy.js';
+export { embeddingGrad } from './grad-embedding.js';
+export type { EmbeddingGradParams } from './grad-embedding.js';
+export { matmulTNGrad } from './grad-matmul.js';
+export type { MatmulTNGradParams } from './grad-matmul.js';
+export { rmsnormGradW, rmsnormGradX } from './grad-rmsnorm.js';
+export type { RmsnormGradWParams, RmsnormGradXParams } from './grad-rmsnorm.js';
+export { ropeGrad } from './grad-rope.js';
+export { siluMulGrad } from './grad-silu-mul.js';
+export type { SiluMulGradParams } from './grad-silu-mul.js';
 export type { AnyOpDef, OpAccess, OpBinding, OpConstants, OpDef, OpLimits, OpOperand, Workgroups } from './types.js';
 
 /** Every op, by name. */
 export const OPS = {
   add,
   add_inplace: addInplace,
+  apply_grad_adamw: adamwStep,
   argmax,
   attention,
+  attention_grad_kv: attentionGradKV,
+  attention_grad_q: attentionGradQ,
   bias_add: biasAdd,
+  cross_entropy_grad: crossEntropyGrad,
+  embedding_grad: embeddingGrad,
   fused_attention: fusedAttention,
   fused_attention_split: fusedAttentionSplit,
   fused_attention_combine: fusedAttentionCombine,
@@ -97,6 +125,7 @@ export const OPS = {
   matmul,
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
+  matmul_tn_grad: matmulTNGrad,
   moe_combine: moeCombine,
   moe_route: moeRoute,
   mul,
@@ -151,9 +180,13 @@ export const OPS = {
   qgather_q5_0: QGATHER.Q5_0,
   qgather_q5_1: QGATHER.Q5_1,
   rmsnorm,
+  rmsnorm_grad_w: rmsnormGradW,
+  rmsnorm_grad_x: rmsnormGradX,
   rope,
+  rope_grad: ropeGrad,
   sample,
   scale,
   silu_mul: siluMul,
+  silu_mul_grad: siluMulGrad,
   softmax,
 } as const satisfies Record<string, AnyOpDef>;
