@@ -6,3 +6,4 @@ export * from './dataplane/index.js';
 export * from './model/index.js';
 export * from './session/index.js';
 export { setWorkerBaseUrl, workerBaseUrl } from './worker-base.js';
+export * from './train/index.js';

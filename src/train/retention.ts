@@ -1,0 +1,279 @@
+// Retention (seed 000 G7): how a tape or checkpoint store keeps primal values alive for backward.
+//
+// Ownership: a RetentionContainer directly owns one AllocationGroup; every retained value is one
+// allocation entry of it (moved in, never copied: retention records no ledger event). Retainers of a
+// container are counted: its owning tape or checkpoint store (one, until disposed) plus every live
+// ValueHandle over one of its values. A value's storage is released when no handle refers to it any
+// more; the group itself is disposed when the last retainer lets go. Surviving handles keep their value
+// (and its container) alive after the tape is gone.
+// Handles: a ValueHandle is a read-only descriptor reference. `clone()` adds a retainer (no storage,
+// descriptor or write authority is cloned); `value()` lends a shared view; `duplicateValue()` is the
+// explicit copy; `intoValue()` is the only way to an owner, and it checks structural uniqueness (this
+// handle is the container's only retainer) before any group extraction. Nothing hands out a mutable view.
+// A ValueKey is only a lookup key inside its container: it never proves uniqueness or grants access.
+// Thread: single-threaded, the provider's thread.
+import { TenonError } from '../errors.js';
+import { createAllocationGroup } from '../storage/index.js';
+import type { AllocationGroup, DType, DescriptorSlot, Tensor, TensorView } from '../storage/index.js';
+
+declare const valueKeyBrand: unique symbol;
+/** Local associative key of a value inside its container. Not a capability. */
+export type ValueKey = number & { readonly [valueKeyBrand]: true };
+
+interface Entry {
+  /** Undefined once the storage was released or moved out. */
+  slot: DescriptorSlot | undefined;
+  /** Live handles over this value (user handles and the tape's own retention handles). */
+  handles: number;
+}
+
+/** Why a container gives no owner: shared ownership, or a G2 extraction failure. */
+export type IntoValueFailure = 'not-unique' | 'extract';
+
+/**
+ * `intoValue` failure. `handle` is the very handle the call was made on, still usable. `reason` is
+ * `not-unique` (another retainer of the container exists; nothing was extracted) or `extract` (the group
+ * refused the extraction, see `cause`). The kind of the other retainer is deliberately not reported.
+ */
+export class IntoValueError extends TenonError {
+  readonly handle: ValueHandle;
+  constructor(reason: IntoValueFailure, handle: ValueHandle, cause?: unknown) {
+    super('EBUSY', reason === 'not-unique' ? 'the value is shared' : 'the value could not be extracted', { op: 'handle.intoValue', reason, cause });
+    this.handle = handle;
+  }
+}
+
+let nextContainerId = 0;
+
+/** Owns one group of retained values for one tape or checkpoint store. Internal to src/train. */
+export class RetentionContainer {
+  readonly label: string;
+  /** Process-unique diagnostic id (with a ValueKey it names a value in gradient maps). */
+  readonly id = nextContainerId++;
+  #group: AllocationGroup | undefined = createAllocationGroup();
+  readonly #entries = new Map<ValueKey, Entry>();
+  #nextKey = 0;
+  /** Owner (tape/store, until disposed) + live handles. */
+  #retainers = 1;
+  #ownerLive = true;
+  /** Values whose storage could not be released while the group was borrowed; retried later. */
+  readonly #pending = new Set<ValueKey>();
+
+  constructor(label: string) {
+    this.label = label;
+  }
+
+  /** Moves `tensor` in (no copy, no allocation) and returns a first handle over it. */
+  adopt(tensor: Tensor, requiresGrad: boolean): ValueHandle {
+    const group = this.#live('container.adopt');
+    this.sweep();
+    const { descriptor } = group.insert(tensor);
+    const key = this.#nextKey++ as ValueKey;
+    this.#entries.set(key, { slot: descriptor, handles: 0 });
+    return this.#handle(key, { dtype: tensor.dtype, shape: tensor.shape }, requiresGrad);
+  }
+
+  /** Number of values whose storage this container still owns. */
+  get liveValues(): number {
+    let n = 0;
+    for (const e of this.#entries.values()) if (e.slot !== undefined) n++;
+    return n;
+  }
+
+  /** Retainers: the owner while alive plus live handles. */
+  get retainers(): number {
+    return this.#retainers;
+  }
+
+  /** The owning tape or store lets go (its handles are released separately). */
+  releaseOwner(): void {
+    if (!this.#ownerLive) return;
+    this.#ownerLive = false;
+    this.#drop();
+  }
+
+  /** Retries releases that a borrow of the group deferred. */
+  sweep(): void {
+    const group = this.#group;
+    if (group === undefined) return;
+    for (const key of [...this.#pending]) {
+      const entry = this.#entries.get(key)!;
+      try {
+        group.tryExtract(entry.slot!).dispose();
+      } catch {
+        return;
+      }
+      entry.slot = undefined;
+      this.#pending.delete(key);
+    }
+  }
+
+  view(key: ValueKey, op: string): TensorView {
+    return this.#live(op).view(this.#slot(key, op));
+  }
+
+  /** Moves the value's allocation out (G2 extraction). Throws the group's error with nothing changed. */
+  extract(key: ValueKey, op: string): Tensor {
+    const tensor = this.#live(op).tryExtract(this.#slot(key, op));
+    this.#entries.get(key)!.slot = undefined;
+    return tensor;
+  }
+
+  /** Internal: a new handle over `key` (one more retainer). */
+  handleFor(key: ValueKey, meta: ValueMeta, requiresGrad: boolean): ValueHandle {
+    return this.#handle(key, meta, requiresGrad);
+  }
+
+  /** Internal: called once by each handle when it lets go. */
+  handleReleased(key: ValueKey): void {
+    const entry = this.#entries.get(key)!;
+    entry.handles--;
+    if (entry.handles === 0) this.#releaseValue(key, entry);
+    this.#drop();
+  }
+
+  #handle(key: ValueKey, meta: ValueMeta, requiresGrad: boolean): ValueHandle {
+    this.#entries.get(key)!.handles++;
+    this.#retainers++;
+    return new ValueHandle(INTERNAL_KEY, { container: this, key, dtype: meta.dtype, shape: meta.shape, requiresGrad });
+  }
+
+  #releaseValue(key: ValueKey, entry: Entry): void {
+    if (entry.slot === undefined || this.#group === undefined) return;
+    try {
+      this.#group.tryExtract(entry.slot).dispose();
+      entry.slot = undefined;
+    } catch {
+      this.#pending.add(key);
+    }
+  }
+
+  #drop(): void {
+    this.#retainers--;
+    if (this.#retainers === 0 && this.#group !== undefined) {
+      const group = this.#group;
+      this.#group = undefined;
+      group.dispose();
+    }
+  }
+
+  #live(op: string): AllocationGroup {
+    if (this.#group === undefined) throw new TenonError('EMOVED', `${this.label} was released`, { op });
+    return this.#group;
+  }
+
+  #slot(key: ValueKey, op: string): DescriptorSlot {
+    const slot = this.#entries.get(key)?.slot;
+    if (slot === undefined) throw new TenonError('EMOVED', 'the value was released', { op, reason: 'value-released', ids: { key } });
+    return slot;
+  }
+}
+
+export interface ValueMeta {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/** The record a handle shares: read-only metadata plus the direct container reference. */
+export interface AdValueRecord extends ValueMeta {
+  readonly container: RetentionContainer;
+  readonly key: ValueKey;
+  readonly requiresGrad: boolean;
+}
+
+const INTERNAL_KEY = Symbol('train.internal');
+
+/**
+ * A read-only reference to one value retained by a tape or checkpoint store. Copy the JS reference freely;
+ * `clone()` makes an independent retainer. `dispose()` (or `using`) lets go; afterwards every member throws
+ * EMOVED. There is no member that yields an owner except the consuming, uniqueness-checked `intoValue()`.
+ */
+export class ValueHandle {
+  #record: AdValueRecord | undefined;
+
+  constructor(key: symbol, record: AdValueRecord) {
+    if (key !== INTERNAL_KEY) throw new TenonError('EINVAL', 'value handles are made by tapes', { op: 'ValueHandle', reason: 'private-constructor' });
+    this.#record = record;
+  }
+
+  get dtype(): DType {
+    return this.record('handle.dtype').dtype;
+  }
+
+  get shape(): readonly number[] {
+    return this.record('handle.shape').shape;
+  }
+
+  get requiresGrad(): boolean {
+    return this.record('handle.requiresGrad').requiresGrad;
+  }
+
+  /** Local key inside the value's container (a lookup key, nothing more). */
+  get key(): ValueKey {
+    return this.record('handle.key').key;
+  }
+
+  get released(): boolean {
+    return this.#record === undefined;
+  }
+
+  /** Internal record access (src/train only). */
+  record(op: string): AdValueRecord {
+    if (this.#record === undefined) throw new TenonError('EMOVED', 'the handle was released or consumed', { op });
+    return this.#record;
+  }
+
+  /** Another retainer of the same value: no storage, descriptor or authority is copied. */
+  clone(): ValueHandle {
+    const r = this.record('handle.clone');
+    return r.container.handleFor(r.key, r, r.requiresGrad);
+  }
+
+  /**
+   * A shared, read-only borrow of the value (eager values are always materialised). Release it before the
+   * next table change of the same tape (an op recording into it), which otherwise fails EBUSY.
+   */
+  async value<D extends DType = DType>(): Promise<TensorView<D>> {
+    const r = this.record('handle.value');
+    return r.container.view(r.key, 'handle.value') as unknown as TensorView<D>;
+  }
+
+  /** An explicit copy into a new owner (ledger: explicit-duplicate-destination + explicit-duplicate). */
+  async duplicateValue<D extends DType = DType>(): Promise<Tensor<D>> {
+    const r = this.record('handle.duplicateValue');
+    using view = r.container.view(r.key, 'handle.duplicateValue');
+    return (await view.duplicate()) as unknown as Tensor<D>;
+  }
+
+  /**
+   * Consumes the handle and returns the value's owner. Fails with IntoValueError (`handle` = this handle,
+   * unchanged and usable): `not-unique` when any other retainer (tape, store, handle) shares the container,
+   * checked before anything is extracted; `extract` when the group refuses (e.g. a view is still borrowed).
+   */
+  intoValue<D extends DType = DType>(): Tensor<D> {
+    const op = 'handle.intoValue';
+    const r = this.record(op);
+    if (r.container.retainers !== 1) throw new IntoValueError('not-unique', this);
+    let tensor: Tensor;
+    try {
+      tensor = r.container.extract(r.key, op);
+    } catch (err) {
+      throw new IntoValueError('extract', this, err);
+    }
+    this.#record = undefined;
+    r.container.handleReleased(r.key);
+    return tensor as unknown as Tensor<D>;
+  }
+
+  /** Lets go of this retainer. Idempotent. */
+  dispose(): void {
+    const r = this.#record;
+    if (r === undefined) return;
+    this.#record = undefined;
+    r.container.handleReleased(r.key);
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
