@@ -44,6 +44,7 @@ export default defineConfig({
     rollupOptions: {
       input: {
         'pool.worker': 'workers/pool.worker.ts',
+        'rank.worker': 'workers/rank.worker.ts',
         [CLI_ENTRY]: 'src/cli/bin.ts',
         'test-kernels': 'contracts/support/kernels/index.ts',
       },

@@ -18,3 +18,6 @@ export type { DataPlaneAgent, AgentOpenOptions, AgentIoOptions, PumpOptions, Dra
 export { startDataPlaneWorker } from './worker-entry.js';
 export { startDataPlaneAgent } from './agent-worker.js';
 export type { DataPlaneAgentWorker } from './agent-worker.js';
+// SAB rings for in-process peers that need no namespace (partitioned session ranks: src/session/partition).
+export { createRing, RingReader, RingWriter, settleEndpoint, wakeRing, ENDPOINT } from './ring.js';
+export { RING_WORD, RING_HEADER_BYTES } from './ring-layout.js';

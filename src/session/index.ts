@@ -49,3 +49,5 @@ export type { CacheModelSourceOptions, CachedModelSource, ModelSource, ModelSour
 // Layer residency (issue 13): resident or a bounded window of layer slots, chosen at construction.
 export { LayerWindow, SLOT_OFFSET_ALIGNMENT, planWindow } from './residency.js';
 export type { ResidencyKind, ResidencyPolicy, ResidencyReport, WindowFaults } from './residency.js';
+// Partitioned sessions across rank workers (issue 14; src/session/partition).
+export * from './partition/index.js';

@@ -1,0 +1,233 @@
+// Partitioned sessions, part 1 (issue 14): partitions checked before any rank exists, the communication
+// manifest, pipeline and tensor partitions against one host rank, and the step transaction's agreement
+// (commit epochs, a failing rank, checkpoint/rollback/reset on all ranks or none, stateless ranks,
+// capture refused). Ranks are real worker_threads workers (node lane) running the Node build of
+// workers/rank.worker.ts; activations cross over SAB rings. Model: stories260K.bin (dense F32, GQA 8/4).
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  LlamaForward,
+  PartitionedSession,
+  checkPartition,
+  communicationManifest,
+  createHostProvider,
+  createRuntime,
+  defaultRankSpawner,
+  evenTensorPartition,
+  loadModel,
+  partitionModelOf,
+  readDenseWeights,
+} from '../../src/index.js';
+import type { ArchitecturePartition, DenseWeights, PartitionModel, RankSpawner } from '../../src/index.js';
+import { expectCode, expectCodeAsync } from '../support/expect-error.js';
+import { readModelFixture } from '../support/models.js';
+
+const stories = await readModelFixture('stories260K.bin');
+const tok512 = await readModelFixture('tok512.bin');
+const present = stories !== undefined && tok512 !== undefined;
+const model = present ? await loadModel(stories!, { tokenizer: tok512! }) : undefined;
+const weights: DenseWeights | undefined = model === undefined ? undefined : await readDenseWeights(model);
+const PROMPT = [1, 403, 407, 261, 378];
+const MAX_SEQ = 32;
+const MAX_BATCH = 8;
+const TIMEOUT = 60_000;
+
+const PIPELINE: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: 2 }, { start: 2, end: 5 }] };
+/** Five layers on rank 0, a classifier-only (stateless) rank 1. */
+const STATELESS_TAIL: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: 5 }, { start: 5, end: 5 }] };
+
+let open: PartitionedSession[] = [];
+afterEach(() => {
+  for (const s of open) s.dispose();
+  open = [];
+});
+
+async function session(partition: ArchitecturePartition): Promise<PartitionedSession> {
+  const s = await PartitionedSession.create(weights!, partition, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'stories260K', spawn: defaultRankSpawner() });
+  open.push(s);
+  return s;
+}
+
+/** Greedy ids and per-step logits: the prompt as one step, then `decode` single-token steps. */
+async function greedy(s: PartitionedSession, decode: number): Promise<{ ids: number[]; logits: Float32Array[] }> {
+  const first = await s.step(PROMPT);
+  const ids = [first.argmax];
+  const logits = [first.logits];
+  for (let i = 1; i < decode; i++) {
+    const r = await s.step([ids[ids.length - 1]!]);
+    ids.push(r.argmax);
+    logits.push(r.logits);
+  }
+  return { ids, logits };
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+function maxRelative(a: Float32Array, b: Float32Array): number {
+  let scale = 0;
+  for (const v of b) scale = Math.max(scale, Math.abs(v));
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!) / scale);
+  return worst;
+}
+
+describe.skipIf(!present)('partitions and manifests', () => {
+  const m = (): PartitionModel => partitionModelOf(model!);
+
+  it('[TS-dist-partition-authority] partitions that do not cover the model exactly are refused with a reason, and no rank is built', async () => {
+    const cases: [ArchitecturePartition, string][] = [
+      [{ kind: 'pipeline', ranks: [{ start: 0, end: 2 }, { start: 3, end: 5 }] }, 'gap'],
+      [{ kind: 'pipeline', ranks: [{ start: 0, end: 3 }, { start: 2, end: 5 }] }, 'overlap'],
+      [{ kind: 'pipeline', ranks: [{ start: 0, end: 2 }, { start: 2, end: 4 }] }, 'incomplete'],
+      [{ kind: 'pipeline', ranks: [{ start: 0, end: 0 }, { start: 0, end: 5 }] }, 'empty-range'],
+      [{ kind: 'pipeline', ranks: [] }, 'rank-count'],
+      [{ kind: 'tensor', ranks: [{ kvStart: 0, kvEnd: 2, ffnStart: 0, ffnEnd: 86, vocabStart: 0, vocabEnd: 256 }, { kvStart: 2, kvEnd: 4, ffnStart: 86, ffnEnd: 170, vocabStart: 256, vocabEnd: 512 }] }, 'incomplete'],
+      [{ kind: 'tensor', ranks: [{ kvStart: 0, kvEnd: 3, ffnStart: 0, ffnEnd: 86, vocabStart: 0, vocabEnd: 256 }, { kvStart: 2, kvEnd: 4, ffnStart: 86, ffnEnd: 172, vocabStart: 256, vocabEnd: 512 }] }, 'overlap'],
+      [{ kind: 'ring', ranks: [{ start: 0, end: 5 }] } as unknown as ArchitecturePartition, 'bad-kind'],
+    ];
+    let spawned = 0;
+    const counting: RankSpawner = (rank, lock) => {
+      spawned++;
+      return defaultRankSpawner()(rank, lock);
+    };
+    for (const [partition, reason] of cases) {
+      expectCode(() => checkPartition(m(), partition), 'EINVAL', reason);
+      await expectCodeAsync(() => PartitionedSession.create(weights!, partition, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting }), 'EINVAL', reason);
+    }
+    expectCode(() => checkPartition({ ...m(), dense: false }, PIPELINE), 'ENOTSUP', 'partition-unsupported');
+    expect(spawned).toBe(0);
+  });
+
+  it('[TS-dist-partition-authority] the manifest names every transfer of a step: activation, shape, bytes and direction', () => {
+    const dim = model!.config.dim;
+    const pipe = communicationManifest(checkPartition(m(), PIPELINE), 3);
+    expect(pipe.transfers).toEqual([{ activation: 'hidden', layer: 1, from: 0, to: 1, shape: [3, dim], bytes: 3 * dim * 4 }]);
+    expect(pipe.links).toEqual([[0, 1]]);
+    const tensor = communicationManifest(checkPartition(m(), evenTensorPartition(m(), 2)), 1);
+    expect(tensor.links).toEqual([[0, 1], [1, 0]]);
+    // Per layer: the attention and FFN partial sums, each in both directions.
+    expect(tensor.transfers.length).toBe(model!.config.layers * 2 * 2);
+    expect(tensor.transfers.slice(0, 2)).toEqual([
+      { activation: 'attn-partial', layer: 0, from: 0, to: 1, shape: [1, dim], bytes: dim * 4 },
+      { activation: 'attn-partial', layer: 0, from: 1, to: 0, shape: [1, dim], bytes: dim * 4 },
+    ]);
+    expect(tensor.bytesPerStep).toBe(model!.config.layers * 4 * dim * 4);
+  });
+
+  it('[TS-dist-capture-local] capture callbacks are refused on partitioned sessions', async () => {
+    await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), observe: () => undefined }), 'ENOTSUP', 'partitioned-capture');
+    const s = await session(PIPELINE);
+    expectCode(() => s.capture(() => undefined), 'ENOTSUP', 'partitioned-capture');
+  }, TIMEOUT);
+});
+
+describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', () => {
+  it('[TS-dist-partition-authority] a pipeline partition gives logits bit-identical to one host rank; a tensor partition within 1e-5 relative, same greedy ids', async () => {
+    const runtime = createRuntime(createHostProvider(), { hostKernels: 'scalar' });
+    const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
+    const refIds: number[] = [];
+    const refLogits: Float32Array[] = [];
+    let r = await single.run(PROMPT, 0);
+    refIds.push(r.argmax);
+    refLogits.push(r.logits);
+    for (let i = 1; i < 4; i++) {
+      r = await single.run([refIds[i - 1]!], PROMPT.length + i - 1);
+      refIds.push(r.argmax);
+      refLogits.push(r.logits);
+    }
+    single.dispose();
+    expect(refIds.slice(0, 4)).toEqual([432, 383, 286, 261]);
+    const pipe = await greedy(await session(PIPELINE), 4);
+    expect(pipe.ids).toEqual(refIds);
+    pipe.logits.forEach((l, i) => expect(sameBits(l, refLogits[i]!)).toBe(true));
+    const tensor = await greedy(await session(evenTensorPartition(partitionModelOf(model!), 2)), 4);
+    expect(tensor.ids).toEqual(refIds);
+    tensor.logits.forEach((l, i) => expect(maxRelative(l, refLogits[i]!)).toBeLessThan(1e-5));
+  }, TIMEOUT);
+});
+
+describe.skipIf(!present)('the step transaction across ranks', () => {
+  it('[TS-txn-epoch-mismatch] a commit decision naming another epoch is refused by every rank and the step rolls back; so is a vote naming another epoch', async () => {
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    await s.step(PROMPT);
+    const before = await s.inspect();
+    s.faults.decisionEpochSkew = 1;
+    const err = await expectCodeAsync(() => s.step([432]), 'ESTALE', 'epoch-mismatch');
+    expect(err.ids).toMatchObject({ phase: 'complete', epoch: 2 });
+    expect(s.lastOutcome).toEqual({ state: 'aborted', epoch: 2, phase: 'complete' });
+    expect(await s.inspect()).toEqual(before);
+    expect(s.length).toBe(PROMPT.length);
+    await s.setRankFaults(1, { voteEpochSkew: -1 });
+    const err2 = await expectCodeAsync(() => s.step([432]), 'ESTALE', 'epoch-mismatch');
+    expect(err2.ids).toMatchObject({ rank: 1, phase: 'checkpoint' });
+    expect(await s.inspect()).toEqual(before);
+    // The history is intact: the same step now commits epoch 2.
+    const ok = await s.step([432]);
+    expect(ok.epoch).toBe(2);
+    expect(ok.argmax).toBe(383);
+    expect((await s.inspect()).map((x) => [x.length, x.epoch])).toEqual([[6, 2], [6, 2]]);
+  }, TIMEOUT);
+
+  it('[TS-dist-rollback] a rank that fails a phase aborts the step on every rank: no rank commits without agreement', async () => {
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    await s.step(PROMPT);
+    const before = await s.inspect();
+    for (const phase of ['execute', 'complete'] as const) {
+      await s.setRankFaults(1, { failAt: phase });
+      const err = await expectCodeAsync(() => s.step([432]), 'EIO', 'rank-failed');
+      expect(err.ids).toMatchObject({ rank: 1, phase });
+      expect(await s.inspect()).toEqual(before);
+      expect(s.tokens).toEqual(PROMPT);
+    }
+  }, TIMEOUT);
+
+  it('[TS-dist-checkpoint] a checkpoint exists only when every rank captured its part', async () => {
+    const s = await session(PIPELINE);
+    await s.step(PROMPT);
+    await s.setRankFaults(1, { failCheckpoint: true });
+    await expectCodeAsync(() => s.checkpoint(), 'EIO', 'checkpoint-incomplete');
+    expect((await s.inspect()).map((x) => x.checkpoints)).toEqual([[], []]);
+    const cp = await s.checkpoint();
+    expect(cp).toMatchObject({ length: 5, epoch: 1 });
+    expect((await s.inspect()).map((x) => x.checkpoints)).toEqual([[cp.id], [cp.id]]);
+  }, TIMEOUT);
+
+  it('[TS-dist-rollback] rollback and reset change live state only once every rank prepared them', async () => {
+    const s = await session(PIPELINE);
+    const first = await s.step(PROMPT);
+    const cp = await s.checkpoint();
+    const atCp = await s.inspect();
+    await s.step([first.argmax]);
+    const after = await s.inspect();
+    expect(after.map((x) => x.digest)).not.toEqual(atCp.map((x) => x.digest));
+    await s.setRankFaults(0, { failPrepare: true });
+    await expectCodeAsync(() => s.rollback(cp), 'EIO', 'prepare-failed');
+    expect(await s.inspect()).toEqual(after);
+    await s.setRankFaults(1, { failPrepare: true });
+    await expectCodeAsync(() => s.reset(), 'EIO', 'prepare-failed');
+    expect(await s.inspect()).toEqual(after);
+    await s.rollback(cp);
+    expect(await s.inspect()).toEqual(atCp);
+    expect(s.length).toBe(5);
+    const again = await s.step([first.argmax]);
+    expect(again.epoch).toBe(2);
+    expect((await s.inspect()).map((x) => x.digest)).toEqual(after.map((x) => x.digest));
+    await s.reset();
+    expect((await s.inspect()).map((x) => [x.length, x.epoch, x.checkpoints.length])).toEqual([[0, 0, 0], [0, 0, 0]]);
+    await expectCodeAsync(() => s.rollback(cp), 'ESTALE', 'unknown-checkpoint');
+  }, TIMEOUT);
+
+  it('[TS-dist-stateless-rank] a rank that owns no layers holds no KV rows and no cache identity, and refuses cache-state operations', async () => {
+    const s = await session(STATELESS_TAIL);
+    expect(s.checked.plans.map((p) => p.stateful)).toEqual([true, false]);
+    const first = await s.step(PROMPT);
+    expect(first.argmax).toBe(432);
+    const states = await s.inspect();
+    expect(states.map((x) => [x.stateful, x.length, x.digest === ''])).toEqual([[true, 5, false], [false, 5, true]]);
+    await expectCodeAsync(() => s.rankShard(1), 'EINVAL', 'stateless-rank');
+    expect((await s.rankShard(0)).byteLength).toBeGreaterThan(0);
+  }, TIMEOUT);
+});

@@ -1,0 +1,12 @@
+// Partitioned sessions (seed 003; DESIGN.md "Partitioned ranks"): the public face of src/session/partition.
+export { MAX_RANKS, checkPartition, communicationManifest, evenTensorPartition } from './partition.js';
+export type { ArchitecturePartition, CheckedPartition, CommunicationManifest, PartitionModel, PipelineRankSpec, RankPlan, TensorRankSpec, Transfer } from './partition.js';
+export { partitionModelOf, randomDenseWeights, rankWeights, readDenseWeights } from './weights.js';
+export type { DenseConfig, DenseLayer, DenseWeights, RankWeights } from './weights.js';
+export { RankForward } from './rank-forward.js';
+export type { RankLinks } from './rank-forward.js';
+export { PARTITION_CACHE_FORMAT, PartitionedSession, memoryShardStore } from './coordinator.js';
+export type { PartitionCacheManifest, PartitionCheckpoint, PartitionFaults, PartitionOutcome, PartitionStats, PartitionStep, PartitionedSessionOptions, RankSpawner, RankWorkerHandle, ShardStore } from './coordinator.js';
+export { RANK_PHASES } from './protocol.js';
+export type { RankFaults, RankPhase, RankState } from './protocol.js';
+export { defaultRankSpawner, nodeRankWorkerUrl } from './rank-spawn.js';

@@ -1,0 +1,146 @@
+// Wire shapes between the coordinator (coordinator.ts) and its rank workers (rank.ts). Type-only apart
+// from the control block's layout constants.
+//
+// Two channels. The hot path of a step never posts a message: the coordinator writes the step (epoch,
+// position, tokens) into the shared control block and bumps CMD_SEQ; every rank votes at each phase
+// boundary by writing its vote words and bumping VOTES; the coordinator decides and bumps DECISION_SEQ;
+// activations go over SAB rings (one per link of the communication manifest) and logits into the shared
+// logits array. Everything else (construction, checkpoint, rollback, cache shards, inspection, fault
+// seams) is a request/reply message: control operations, not per-token work.
+// Every word of the control block is accessed with Atomics.
+import type { DenseConfig, RankWeights } from './weights.js';
+
+/** Int32 word indices of the control block. */
+export const CTRL = {
+  CMD_SEQ: 0,
+  CMD_KIND: 1,
+  CMD_EPOCH: 2,
+  CMD_POS: 3,
+  CMD_COUNT: 4,
+  /** Total votes cast by all ranks so far (every rank adds one per round). */
+  VOTES: 5,
+  DECISION_SEQ: 6,
+  DECISION_PHASE: 7,
+  DECISION_EPOCH: 8,
+  DECISION_VERDICT: 9,
+  /** Set once the session is fenced (a rank was lost): every rank stops waiting and restores. */
+  FENCE: 10,
+  /** First token word; maxBatch of them follow, then the per-rank blocks. */
+  TOKENS: 16,
+} as const;
+
+/** Words per rank block, after the tokens. */
+export const RANK_WORDS = 8;
+/** Word offsets inside a rank block. */
+export const RANK_WORD = {
+  VOTE_PHASE: 0,
+  VOTE_EPOCH: 1,
+  VOTE_OK: 2,
+  /** The rank's committed length (for inspection without a message). */
+  LENGTH: 3,
+  /** Phase + 1 where the rank parked itself (fault seam), 0 otherwise. */
+  PARKED: 4,
+} as const;
+
+export const controlWords = (maxBatch: number, ranks: number): number => CTRL.TOKENS + maxBatch + ranks * RANK_WORDS;
+export const rankBase = (maxBatch: number, rank: number): number => CTRL.TOKENS + maxBatch + rank * RANK_WORDS;
+
+/** CMD_KIND values. */
+export const CMD = { STEP: 1 } as const;
+
+/** The phases of a partitioned step, in order; each boundary is agreed by every rank. */
+export const RANK_PHASES = ['checkpoint', 'execute', 'complete'] as const;
+export type RankPhase = (typeof RANK_PHASES)[number];
+export const phaseIndex = (p: RankPhase): number => RANK_PHASES.indexOf(p);
+
+/** VOTE_OK values: the phase succeeded, failed locally, or the rank refused a decision naming a foreign epoch. */
+export const VOTE = { FAILED: 0, OK: 1, REFUSED: 2 } as const;
+
+/** DECISION_VERDICT values. */
+export const VERDICT = { PROCEED: 1, ABORT: 2, FENCED: 3 } as const;
+
+/** Fault seams of one rank (set by message before a step; cleared after it fired). */
+export interface RankFaults {
+  /** Park (block forever, PARKED set) on reaching this phase, before voting: the test then kills the worker. */
+  readonly parkAt?: RankPhase;
+  /** Vote failure at this phase (a local error). */
+  readonly failAt?: RankPhase;
+  /** Add this to the epoch this rank votes with (a rank that believes in another epoch). */
+  readonly voteEpochSkew?: number;
+  /** Refuse the next checkpoint capture / rollback preparation / shard validation. */
+  readonly failCheckpoint?: boolean;
+  readonly failPrepare?: boolean;
+  readonly failShardValidation?: boolean;
+}
+
+export interface RankInit {
+  readonly t: 'init';
+  readonly rank: number;
+  readonly ranks: number;
+  readonly weights: RankWeights;
+  readonly maxSeq: number;
+  readonly maxBatch: number;
+  readonly control: SharedArrayBuffer;
+  readonly logits: SharedArrayBuffer;
+  /** Ring incarnation shared by every link of this session. */
+  readonly incarnation: number;
+  /** Rings this rank writes (to rank `to`) and reads (from rank `from`). */
+  readonly outgoing: readonly { readonly to: number; readonly ring: SharedArrayBuffer }[];
+  readonly incoming: readonly { readonly from: number; readonly ring: SharedArrayBuffer }[];
+  /** Browser: the Web Lock this rank holds for its lifetime (the coordinator watches it). */
+  readonly lock: string | undefined;
+  readonly identity: string;
+  readonly topology: string;
+}
+
+/** What a rank reports of its own state (inspection, tests). */
+export interface RankState {
+  readonly rank: number;
+  readonly stateful: boolean;
+  readonly length: number;
+  readonly epoch: number;
+  /** Hex SHA-256 over every KV row this rank owns (all maxSeq rows), or '' for a stateless rank. */
+  readonly digest: string;
+  readonly checkpoints: readonly number[];
+}
+
+/** A cache shard header (JSON, before the KV rows). */
+export interface ShardHeader {
+  readonly rank: number;
+  readonly topology: string;
+  readonly identity: string;
+  readonly length: number;
+  readonly epoch: number;
+  readonly layerStart: number;
+  readonly layerEnd: number;
+  readonly kvWidth: number;
+}
+
+export type RankRequest =
+  | { readonly t: 'faults'; readonly faults: RankFaults }
+  | { readonly t: 'inspect' }
+  | { readonly t: 'checkpoint'; readonly id: number }
+  | { readonly t: 'discard'; readonly id: number }
+  | { readonly t: 'prepare-restore'; readonly id: number | 'reset'; readonly length: number; readonly epoch: number }
+  | { readonly t: 'apply-restore'; readonly id: number | 'reset'; readonly length: number; readonly epoch: number }
+  | { readonly t: 'cancel-restore' }
+  | { readonly t: 'export-shard' }
+  | { readonly t: 'validate-shard'; readonly shard: Uint8Array }
+  | { readonly t: 'install-shard' }
+  | { readonly t: 'cancel-shard' };
+
+export type RankMessage = RankInit | (RankRequest & { readonly req: number });
+
+/** A wire error (TenonError fields). */
+export interface WireError {
+  readonly code: string;
+  readonly reason: string | undefined;
+  readonly message: string;
+}
+
+export type RankReply =
+  | { readonly t: 'ready'; readonly rank: number }
+  | { readonly t: 'reply'; readonly req: number; readonly ok: true; readonly value: unknown }
+  | { readonly t: 'reply'; readonly req: number; readonly ok: false; readonly error: WireError };
+
+export type { DenseConfig };

@@ -1,0 +1,435 @@
+// One rank of a partitioned session, as it runs inside its worker (workers/rank.worker.ts wires the port).
+// The rank owns its RankForward (weights share and KV rows), its committed length and epoch, its named
+// checkpoints and at most one pending cache shard or restore. It changes its state only on a decision of
+// the coordinator that names its own epoch (TS-txn-epoch-mismatch), and restores its step checkpoint on any
+// other outcome, including a fence (a lost peer). Steps run synchronously on this thread (Atomics.wait on
+// the control block and the rings, in slices that recheck the fence, so no rank waits forever on a dead
+// peer); control requests are messages handled between steps.
+// Thread: the rank's worker.
+import { TenonError, isTenonError } from '../../errors.js';
+import { RING_WORD, RingReader, RingWriter } from '../../dataplane/index.js';
+import { RankForward } from './rank-forward.js';
+import type { RankLinks } from './rank-forward.js';
+import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase } from './protocol.js';
+import type { RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
+
+/** Longest single Atomics.wait before the fence is rechecked (ms). */
+const WAIT_SLICE_MS = 20;
+const F32_BYTES = 4;
+const OP = 'partition.rank';
+const HEADER_LENGTH_BYTES = 4;
+
+export interface RankPort {
+  post(message: RankReply): void;
+  onMessage(handler: (message: RankMessage) => void): void;
+}
+
+class Fenced extends Error {}
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function wire(err: unknown): WireError {
+  if (isTenonError(err)) return { code: err.code, reason: err.reason, message: err.message };
+  return { code: 'EIO', reason: 'rank-internal', message: String(err) };
+}
+
+export class Rank implements RankLinks {
+  readonly #init: RankInit;
+  readonly #forward: RankForward;
+  readonly #ctrl: Int32Array;
+  readonly #base: number;
+  readonly #logits: Float32Array;
+  readonly #writers = new Map<number, RingWriter>();
+  readonly #readers = new Map<number, RingReader>();
+  readonly #scratch: Float32Array;
+  #length = 0;
+  #epoch = 0;
+  #seenCmd = 0;
+  #seenDecision = 0;
+  #faults: RankFaults = {};
+  readonly #checkpoints = new Map<number, { length: number; epoch: number }>();
+  #pendingRestore: { id: number | 'reset'; length: number; epoch: number } | undefined;
+  #pendingShard: { header: ShardHeader; rows: Float32Array } | undefined;
+
+  constructor(init: RankInit) {
+    this.#init = init;
+    this.#forward = new RankForward(init.weights, init.maxSeq, init.maxBatch);
+    this.#ctrl = new Int32Array(init.control);
+    this.#base = rankBase(init.maxBatch, init.rank);
+    this.#logits = new Float32Array(init.logits);
+    for (const { to, ring } of init.outgoing) this.#writers.set(to, new RingWriter(ring, init.incarnation, 0));
+    for (const { from, ring } of init.incoming) this.#readers.set(from, new RingReader(ring, init.incarnation, 0));
+    this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
+  }
+
+  get stateful(): boolean {
+    return this.#init.weights.plan.stateful;
+  }
+
+  // ----- links (RankLinks): SAB rings, blocking in fence-checked slices -----
+
+  #fenced(): boolean {
+    return Atomics.load(this.#ctrl, CTRL.FENCE) !== 0;
+  }
+
+  #read(from: number, dst: Float32Array): void {
+    const reader = this.#readers.get(from)!;
+    const bytes = new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength);
+    let off = 0;
+    while (off < bytes.length) {
+      const seq = reader.dataSeq();
+      const n = reader.tryRead(bytes, off, bytes.length - off);
+      if (n > 0) {
+        off += n;
+        continue;
+      }
+      if (reader.eof) throw new TenonError('ECONNRESET', 'a peer closed its stream mid-step', { op: OP, reason: 'peer-lost' });
+      if (this.#fenced()) throw new Fenced();
+      Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
+    }
+  }
+
+  #write(to: number, src: Float32Array): void {
+    const writer = this.#writers.get(to)!;
+    const bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
+    let off = 0;
+    while (off < bytes.length) {
+      const seq = writer.spaceSeq();
+      const n = writer.tryWrite(bytes, off, bytes.length - off);
+      if (n > 0) {
+        off += n;
+        continue;
+      }
+      if (this.#fenced()) throw new Fenced();
+      Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
+    }
+  }
+
+  receiveHidden(x: Float32Array): void {
+    this.#read(this.#init.rank - 1, x);
+  }
+
+  sendHidden(x: Float32Array): void {
+    this.#write(this.#init.rank + 1, x);
+  }
+
+  allReduce(partial: Float32Array, out: Float32Array): void {
+    const me = this.#init.rank;
+    for (const to of this.#writers.keys()) this.#write(to, partial);
+    const other = this.#scratch.subarray(0, partial.length);
+    for (let r = 0; r < this.#init.ranks; r++) {
+      const src = r === me ? partial : (this.#read(r, other), other);
+      if (r === 0) out.set(src);
+      else for (let i = 0; i < out.length; i++) out[i] = out[i]! + src[i]!;
+    }
+  }
+
+  // ----- the step (hot path: control block only) -----
+
+  #vote(phase: RankPhase, epoch: number, status: boolean | 'refused'): void {
+    const c = this.#ctrl;
+    Atomics.store(c, this.#base + RANK_WORD.VOTE_PHASE, phaseIndex(phase));
+    Atomics.store(c, this.#base + RANK_WORD.VOTE_EPOCH, epoch + (this.#faults.voteEpochSkew ?? 0));
+    Atomics.store(c, this.#base + RANK_WORD.VOTE_OK, status === 'refused' ? VOTE.REFUSED : status ? VOTE.OK : VOTE.FAILED);
+    Atomics.add(c, CTRL.VOTES, 1);
+    Atomics.notify(c, CTRL.VOTES);
+  }
+
+  /** Waits for the next decision; 'proceed' only when it names this phase and this step's epoch. */
+  #decision(phase: RankPhase, epoch: number): 'proceed' | 'abort' | 'refuse' {
+    const c = this.#ctrl;
+    for (;;) {
+      const seq = Atomics.load(c, CTRL.DECISION_SEQ);
+      if (seq !== this.#seenDecision) {
+        this.#seenDecision = seq;
+        const verdict = Atomics.load(c, CTRL.DECISION_VERDICT);
+        if (verdict === VERDICT.FENCED) throw new Fenced();
+        if (verdict !== VERDICT.PROCEED) return 'abort';
+        // A decision for another phase or epoch is not this step's: refuse it (TS-txn-epoch-mismatch).
+        if (Atomics.load(c, CTRL.DECISION_PHASE) !== phaseIndex(phase) || Atomics.load(c, CTRL.DECISION_EPOCH) !== epoch) return 'refuse';
+        return 'proceed';
+      }
+      if (this.#fenced()) throw new Fenced();
+      Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
+    }
+  }
+
+  #park(phase: RankPhase): void {
+    if (this.#faults.parkAt !== phase) return;
+    Atomics.store(this.#ctrl, this.#base + RANK_WORD.PARKED, phaseIndex(phase) + 1);
+    Atomics.notify(this.#ctrl, this.#base + RANK_WORD.PARKED);
+    // Parked for good: the test terminates this worker here.
+    const forever = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) Atomics.wait(forever, 0, 0);
+  }
+
+  #fails(phase: RankPhase): boolean {
+    return this.#faults.failAt === phase;
+  }
+
+  #setLength(length: number, epoch: number): void {
+    this.#length = length;
+    this.#epoch = epoch;
+    Atomics.store(this.#ctrl, this.#base + RANK_WORD.LENGTH, length);
+  }
+
+  #step(): void {
+    const c = this.#ctrl;
+    const epoch = Atomics.load(c, CTRL.CMD_EPOCH);
+    const pos = Atomics.load(c, CTRL.CMD_POS);
+    const count = Atomics.load(c, CTRL.CMD_COUNT);
+    const tokens: number[] = [];
+    for (let i = 0; i < count; i++) tokens.push(Atomics.load(c, CTRL.TOKENS + i));
+    const cp = { length: this.#length, epoch: this.#epoch };
+    const restore = (): void => {
+      if (this.stateful) this.#forward.clearFrom(cp.length);
+      this.#setLength(cp.length, cp.epoch);
+    };
+    try {
+      this.#park('checkpoint');
+      const fits = pos === this.#length && epoch === this.#epoch + 1 && pos + count <= this.#init.maxSeq && count <= this.#init.maxBatch;
+      this.#vote('checkpoint', epoch, fits && !this.#fails('checkpoint'));
+      if (this.#decision('checkpoint', epoch) !== 'proceed') return restore();
+      this.#park('execute');
+      let ok = true;
+      try {
+        this.#forward.run(tokens, pos, this, this.#logits);
+      } catch (err) {
+        if (err instanceof Fenced) throw err;
+        ok = false;
+      }
+      this.#vote('execute', epoch, ok && !this.#fails('execute'));
+      const verdict = this.#decision('execute', epoch);
+      if (verdict === 'abort') return restore();
+      // The commit decision: applied (provisionally, until 'complete' is agreed) only when it names our epoch.
+      if (verdict === 'proceed') this.#setLength(cp.length + count, epoch);
+      this.#park('complete');
+      this.#vote('complete', epoch, verdict === 'proceed' ? !this.#fails('complete') : 'refused');
+      if (this.#decision('complete', epoch) !== 'proceed') restore();
+    } catch (err) {
+      if (!(err instanceof Fenced)) throw err;
+      restore();
+    } finally {
+      this.#faults = {};
+    }
+  }
+
+  /** Runs steps as the coordinator issues them, waiting between them without blocking this thread's messages. */
+  async serve(): Promise<void> {
+    const c = this.#ctrl;
+    const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
+    for (;;) {
+      const seq = Atomics.load(c, CTRL.CMD_SEQ);
+      if (seq !== this.#seenCmd) {
+        this.#seenCmd = seq;
+        if (Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced()) this.#step();
+        continue;
+      }
+      if (this.#fenced()) return;
+      const r = waitAsync(c, CTRL.CMD_SEQ, seq);
+      if (r.async) await r.value;
+    }
+  }
+
+  // ----- control requests (messages) -----
+
+  #needsState(op: string): void {
+    if (!this.stateful) throw new TenonError('EINVAL', `rank ${this.#init.rank} owns no state`, { op, reason: 'stateless-rank', ids: { rank: this.#init.rank } });
+  }
+
+  async #digest(): Promise<string> {
+    if (!this.stateful) return '';
+    const f = this.#forward;
+    const all = new Uint8Array(2 * f.kCache.length * f.maxSeq * f.kvWidth * F32_BYTES);
+    let at = 0;
+    for (let l = 0; l < f.kCache.length; l++) {
+      for (const cache of [f.kCache[l]!, f.vCache[l]!]) {
+        all.set(new Uint8Array(cache.buffer, cache.byteOffset, cache.byteLength), at);
+        at += cache.byteLength;
+      }
+    }
+    return sha256Hex(all);
+  }
+
+  #exportShard(): Uint8Array {
+    this.#needsState('partition.cache.save');
+    const f = this.#forward;
+    const p = this.#init.weights.plan;
+    const header: ShardHeader = {
+      rank: this.#init.rank,
+      topology: this.#init.topology,
+      identity: this.#init.identity,
+      length: this.#length,
+      epoch: this.#epoch,
+      layerStart: p.layerStart,
+      layerEnd: p.layerEnd,
+      kvWidth: f.kvWidth,
+    };
+    const json = new TextEncoder().encode(JSON.stringify(header));
+    const headBytes = HEADER_LENGTH_BYTES + Math.ceil(json.length / F32_BYTES) * F32_BYTES;
+    const rowFloats = this.#length * f.kvWidth;
+    const out = new Uint8Array(headBytes + 2 * f.kCache.length * rowFloats * F32_BYTES);
+    new DataView(out.buffer).setUint32(0, json.length, true);
+    out.set(json, HEADER_LENGTH_BYTES);
+    const body = new Float32Array(out.buffer, headBytes);
+    let at = 0;
+    for (let l = 0; l < f.kCache.length; l++) {
+      body.set(f.kCache[l]!.subarray(0, rowFloats), at);
+      at += rowFloats;
+      body.set(f.vCache[l]!.subarray(0, rowFloats), at);
+      at += rowFloats;
+    }
+    return out;
+  }
+
+  /** Checks a shard against this rank; keeps it pending (nothing changes until install). */
+  #validateShard(shard: Uint8Array): void {
+    this.#needsState('partition.cache.load');
+    const op = 'partition.cache.load';
+    const bad = (reason: string, message: string): never => {
+      throw new TenonError('EINVAL', message, { op, reason, ids: { rank: this.#init.rank } });
+    };
+    if (this.#faults.failShardValidation === true) {
+      this.#faults = {};
+      bad('shard-refused', 'shard validation refused (fault seam)');
+    }
+    if (shard.byteLength < HEADER_LENGTH_BYTES) bad('shard-malformed', 'shard too short');
+    const view = new DataView(shard.buffer, shard.byteOffset, shard.byteLength);
+    const jsonLength = view.getUint32(0, true);
+    const headBytes = HEADER_LENGTH_BYTES + Math.ceil(jsonLength / F32_BYTES) * F32_BYTES;
+    if (headBytes > shard.byteLength) bad('shard-malformed', 'shard header overruns the shard');
+    let header: ShardHeader;
+    try {
+      header = JSON.parse(new TextDecoder().decode(shard.subarray(HEADER_LENGTH_BYTES, HEADER_LENGTH_BYTES + jsonLength))) as ShardHeader;
+    } catch {
+      return bad('shard-malformed', 'shard header is not JSON');
+    }
+    const f = this.#forward;
+    const p = this.#init.weights.plan;
+    if (header.topology !== this.#init.topology) bad('topology-mismatch', 'shard belongs to another topology');
+    if (header.identity !== this.#init.identity) bad('identity-mismatch', 'shard belongs to another model');
+    if (header.rank !== this.#init.rank || header.layerStart !== p.layerStart || header.layerEnd !== p.layerEnd || header.kvWidth !== f.kvWidth) {
+      bad('rank-mismatch', 'shard belongs to another rank');
+    }
+    if (!Number.isSafeInteger(header.length) || header.length < 0 || header.length > this.#init.maxSeq) bad('shard-malformed', 'shard length out of range');
+    const rowFloats = header.length * f.kvWidth;
+    if (shard.byteLength - headBytes !== 2 * f.kCache.length * rowFloats * F32_BYTES) bad('shard-malformed', 'shard body has the wrong size');
+    const rows = new Float32Array(rowFloats * 2 * f.kCache.length);
+    new Uint8Array(rows.buffer).set(shard.subarray(headBytes));
+    this.#pendingShard = { header, rows };
+  }
+
+  #installShard(): void {
+    const pending = this.#pendingShard;
+    if (pending === undefined) throw new TenonError('EINVAL', 'no validated shard to install', { op: 'partition.cache.load', reason: 'not-validated' });
+    this.#pendingShard = undefined;
+    const f = this.#forward;
+    const rowFloats = pending.header.length * f.kvWidth;
+    f.clearFrom(0);
+    let at = 0;
+    for (let l = 0; l < f.kCache.length; l++) {
+      f.kCache[l]!.set(pending.rows.subarray(at, at + rowFloats));
+      at += rowFloats;
+      f.vCache[l]!.set(pending.rows.subarray(at, at + rowFloats));
+      at += rowFloats;
+    }
+    this.#setLength(pending.header.length, pending.header.epoch);
+    this.#checkpoints.clear();
+  }
+
+  async handle(m: RankRequest): Promise<unknown> {
+    switch (m.t) {
+      case 'faults':
+        this.#faults = m.faults;
+        return undefined;
+      case 'inspect': {
+        const state: RankState = {
+          rank: this.#init.rank,
+          stateful: this.stateful,
+          length: this.#length,
+          epoch: this.#epoch,
+          digest: await this.#digest(),
+          checkpoints: [...this.#checkpoints.keys()],
+        };
+        return state;
+      }
+      case 'checkpoint':
+        if (this.#faults.failCheckpoint === true) {
+          this.#faults = {};
+          throw new TenonError('EIO', 'checkpoint capture refused (fault seam)', { op: 'partition.checkpoint', reason: 'capture-failed' });
+        }
+        this.#checkpoints.set(m.id, { length: this.#length, epoch: this.#epoch });
+        return { length: this.#length, epoch: this.#epoch };
+      case 'discard':
+        this.#checkpoints.delete(m.id);
+        return undefined;
+      case 'prepare-restore': {
+        const op = 'partition.rollback';
+        if (this.#faults.failPrepare === true) {
+          this.#faults = {};
+          throw new TenonError('EIO', 'restore preparation refused (fault seam)', { op, reason: 'prepare-failed' });
+        }
+        if (m.id !== 'reset') {
+          const cp = this.#checkpoints.get(m.id);
+          if (cp === undefined) throw new TenonError('ESTALE', 'this rank holds no such checkpoint', { op, reason: 'unknown-checkpoint' });
+          if (cp.length !== m.length || cp.epoch !== m.epoch || cp.length > this.#length) {
+            throw new TenonError('ESTALE', 'checkpoint metadata differs between ranks', { op, reason: 'inconsistent-checkpoint' });
+          }
+        }
+        this.#pendingRestore = { id: m.id, length: m.length, epoch: m.epoch };
+        return undefined;
+      }
+      case 'apply-restore': {
+        const p = this.#pendingRestore;
+        if (p === undefined || p.id !== m.id) throw new TenonError('EINVAL', 'restore not prepared', { op: 'partition.rollback', reason: 'not-prepared' });
+        this.#pendingRestore = undefined;
+        if (this.stateful) this.#forward.clearFrom(p.length);
+        this.#setLength(p.length, p.epoch);
+        for (const [id, cp] of this.#checkpoints) if (cp.length > p.length || p.id === 'reset') this.#checkpoints.delete(id);
+        return undefined;
+      }
+      case 'cancel-restore':
+        this.#pendingRestore = undefined;
+        return undefined;
+      case 'export-shard':
+        return this.#exportShard();
+      case 'validate-shard':
+        this.#validateShard(m.shard);
+        return undefined;
+      case 'install-shard':
+        this.#needsState('partition.cache.load');
+        this.#installShard();
+        return undefined;
+      case 'cancel-shard':
+        this.#pendingShard = undefined;
+        return undefined;
+    }
+  }
+}
+
+/** Runs a rank on `port`: waits for its init message, then serves steps and requests until the worker ends. */
+export function startRank(port: RankPort, holdLock?: (name: string) => Promise<void>): void {
+  let rank: Rank | undefined;
+  port.onMessage((m) => {
+    if (m.t === 'init') {
+      rank = new Rank(m);
+      const ready = m.lock !== undefined && holdLock !== undefined ? holdLock(m.lock) : Promise.resolve();
+      void ready.then(() => {
+        port.post({ t: 'ready', rank: m.rank });
+        void rank!.serve();
+      });
+      return;
+    }
+    const r = rank;
+    if (r === undefined) return;
+    r.handle(m).then(
+      (value) => port.post({ t: 'reply', req: m.req, ok: true, value }),
+      (err: unknown) => port.post({ t: 'reply', req: m.req, ok: false, error: wire(err) }),
+    );
+  });
+}
+
+export { RANK_PHASES };
