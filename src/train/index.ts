@@ -1,8 +1,8 @@
 // Public face of the autodiff layer (src/train, seed 000 G7): eager tapes and checkpoint stores that own
 // retained values through their own groups, read-only value handles, and the gradients bundle.
 // Imports storage, submit and model only; nothing below imports this layer.
-export { CheckpointStore, Tape, createTape } from './tape.js';
-export type { BackwardOptions, LeafOptions, RegionFn, TapeOptions } from './tape.js';
+export { Tape, createTape } from './tape.js';
+export type { BackwardOptions, CheckpointInfo, LeafOptions, RegionFn, TapeOptions } from './tape.js';
 export { Gradients } from './gradients.js';
 export { IntoValueError, ValueHandle } from './retention.js';
 export type { IntoValueFailure, ValueKey } from './retention.js';

@@ -67,10 +67,11 @@ export class RetentionContainer {
   adopt(tensor: Tensor, requiresGrad: boolean): ValueHandle {
     const group = this.#live('container.adopt');
     this.sweep();
+    const meta = { dtype: tensor.dtype, shape: tensor.shape };
     const { descriptor } = group.insert(tensor);
     const key = this.#nextKey++ as ValueKey;
     this.#entries.set(key, { slot: descriptor, handles: 0 });
-    return this.#handle(key, { dtype: tensor.dtype, shape: tensor.shape }, requiresGrad);
+    return this.#handle(key, meta, requiresGrad);
   }
 
   /** Number of values whose storage this container still owns. */
@@ -183,6 +184,14 @@ export interface AdValueRecord extends ValueMeta {
 
 const INTERNAL_KEY = Symbol('train.internal');
 
+let recordOfImpl: (handle: ValueHandle, op: string) => AdValueRecord;
+
+/** src/train only (not exported by the layer): the record behind a live handle, or EMOVED. */
+export function recordOf(handle: ValueHandle, op: string): AdValueRecord {
+  if (!(handle instanceof ValueHandle)) throw new TenonError('EINVAL', 'expected a ValueHandle', { op, reason: 'not-a-handle' });
+  return recordOfImpl(handle, op);
+}
+
 /**
  * A read-only reference to one value retained by a tape or checkpoint store. Copy the JS reference freely;
  * `clone()` makes an independent retainer. `dispose()` (or `using`) lets go; afterwards every member throws
@@ -191,41 +200,44 @@ const INTERNAL_KEY = Symbol('train.internal');
 export class ValueHandle {
   #record: AdValueRecord | undefined;
 
+  static {
+    recordOfImpl = (handle, op) => handle.#get(op);
+  }
+
   constructor(key: symbol, record: AdValueRecord) {
     if (key !== INTERNAL_KEY) throw new TenonError('EINVAL', 'value handles are made by tapes', { op: 'ValueHandle', reason: 'private-constructor' });
     this.#record = record;
   }
 
   get dtype(): DType {
-    return this.record('handle.dtype').dtype;
+    return this.#get('handle.dtype').dtype;
   }
 
   get shape(): readonly number[] {
-    return this.record('handle.shape').shape;
+    return this.#get('handle.shape').shape;
   }
 
   get requiresGrad(): boolean {
-    return this.record('handle.requiresGrad').requiresGrad;
+    return this.#get('handle.requiresGrad').requiresGrad;
   }
 
   /** Local key inside the value's container (a lookup key, nothing more). */
   get key(): ValueKey {
-    return this.record('handle.key').key;
+    return this.#get('handle.key').key;
   }
 
   get released(): boolean {
     return this.#record === undefined;
   }
 
-  /** Internal record access (src/train only). */
-  record(op: string): AdValueRecord {
+  #get(op: string): AdValueRecord {
     if (this.#record === undefined) throw new TenonError('EMOVED', 'the handle was released or consumed', { op });
     return this.#record;
   }
 
   /** Another retainer of the same value: no storage, descriptor or authority is copied. */
   clone(): ValueHandle {
-    const r = this.record('handle.clone');
+    const r = this.#get('handle.clone');
     return r.container.handleFor(r.key, r, r.requiresGrad);
   }
 
@@ -234,13 +246,13 @@ export class ValueHandle {
    * next table change of the same tape (an op recording into it), which otherwise fails EBUSY.
    */
   async value<D extends DType = DType>(): Promise<TensorView<D>> {
-    const r = this.record('handle.value');
+    const r = this.#get('handle.value');
     return r.container.view(r.key, 'handle.value') as unknown as TensorView<D>;
   }
 
   /** An explicit copy into a new owner (ledger: explicit-duplicate-destination + explicit-duplicate). */
   async duplicateValue<D extends DType = DType>(): Promise<Tensor<D>> {
-    const r = this.record('handle.duplicateValue');
+    const r = this.#get('handle.duplicateValue');
     using view = r.container.view(r.key, 'handle.duplicateValue');
     return (await view.duplicate()) as unknown as Tensor<D>;
   }
@@ -252,7 +264,7 @@ export class ValueHandle {
    */
   intoValue<D extends DType = DType>(): Tensor<D> {
     const op = 'handle.intoValue';
-    const r = this.record(op);
+    const r = this.#get(op);
     if (r.container.retainers !== 1) throw new IntoValueError('not-unique', this);
     let tensor: Tensor;
     try {

@@ -22,7 +22,8 @@ import type { OpDef } from '../submit/index.js';
 import { dispatch } from './eager.js';
 import { Gradients } from './gradients.js';
 import { valueId } from './ids.js';
-import { RetentionContainer, ValueHandle } from './retention.js';
+import { RetentionContainer, recordOf } from './retention.js';
+import type { ValueHandle } from './retention.js';
 
 const F32 = 'f32';
 const RANK_MATRIX = 2;
@@ -69,12 +70,18 @@ function disposeAll(ts: Iterable<Tensor | undefined>): void {
   for (const t of ts) t?.dispose();
 }
 
+/** What a caller may see of a recorded checkpoint. */
+export interface CheckpointInfo {
+  /** Values whose storage the checkpoint's own container owns (its boundary outputs still held). */
+  readonly retainedValues: number;
+}
+
 /**
  * A checkpoint's retention: its own container holding the region's outputs (boundary), internal handles
  * on the region's inputs (boundary, retained for recomputation), and the region function. Interior
- * values have no record here.
+ * values have no record here. Internal: callers see it as CheckpointInfo.
  */
-export class CheckpointStore {
+class CheckpointStore implements CheckpointInfo {
   readonly container = new RetentionContainer('checkpoint store');
   readonly inputs: readonly ValueHandle[];
   readonly fn: RegionFn;
@@ -119,7 +126,7 @@ export class Tape {
   }
 
   /** The checkpoint stores recorded on this tape, in order. */
-  get checkpoints(): readonly CheckpointStore[] {
+  get checkpoints(): readonly CheckpointInfo[] {
     return this.#nodes.flatMap((n) => (n.store === undefined ? [] : [n.store]));
   }
 
@@ -149,7 +156,7 @@ export class Tape {
         let gb: Tensor;
         {
           using gv = g.view();
-          gb = await tape.run(scale, [gv], g.shape, { n, s: 1 });
+          gb = await runKernel(tape.provider, scale, [gv], g.shape, { n, s: 1 });
         }
         return [g, gb];
       }
@@ -171,10 +178,10 @@ export class Tape {
       if (g === undefined) return [undefined, undefined];
       try {
         using gv = g.view();
-        const ga = na ? await tape.runSaved(mul, gv, sb!, shape, { n }) : undefined;
+        const ga = na ? await runSaved(tape.provider, mul, gv, sb!, shape, { n }) : undefined;
         let gb: Tensor | undefined;
         try {
-          gb = nb ? await tape.runSaved(mul, gv, sa!, shape, { n }) : undefined;
+          gb = nb ? await runSaved(tape.provider, mul, gv, sa!, shape, { n }) : undefined;
         } catch (err) {
           ga?.dispose();
           throw err;
@@ -200,7 +207,7 @@ export class Tape {
         using gv = g.view();
         if (na) {
           using bv = await sb!.value();
-          out[0] = await tape.run(matmulNT, [gv, bv], [m, k], { m, n: k, k: n });
+          out[0] = await runKernel(tape.provider, matmulNT, [gv, bv], [m, k], { m, n: k, k: n });
         }
         if (nb) {
           // a^T = I_K x_nt a (the op library has no transpose), then dB = a^T x dY.
@@ -211,11 +218,11 @@ export class Tape {
           {
             using iv = identity.view();
             using av = await sa!.value();
-            at = await tape.run(matmulNT, [iv, av], [k, m], { m: k, n: m, k });
+            at = await runKernel(tape.provider, matmulNT, [iv, av], [k, m], { m: k, n: m, k });
           }
           using atOwner = at;
           using atv = atOwner.view();
-          out[1] = await tape.run(matmul, [atv, gv], [k, n], { m: k, n, k: m });
+          out[1] = await runKernel(tape.provider, matmul, [atv, gv], [k, n], { m: k, n, k: m });
         }
         return out;
       } catch (err) {
@@ -264,6 +271,7 @@ export class Tape {
       store,
       backward: async (tape, grads) => {
         const re = new Tape(tape.provider, { reason: 'checkpoint-recompute-output' });
+        let handed = false;
         try {
           const results = await store.fn(re, store.inputs);
           try {
@@ -272,13 +280,14 @@ export class Tape {
               const g = grads[i];
               if (g !== undefined) seeds.set(valueId(h, op), g);
             });
+            handed = true;
             const got = await re.#backwardCore(seeds, new Set(inRefs.map((r) => r.id)));
             return inRefs.map((r) => got.get(r.id));
           } finally {
             for (const h of results) h.dispose();
           }
         } catch (err) {
-          disposeAll(grads);
+          if (!handed) disposeAll(grads);
           throw err;
         } finally {
           re.dispose();
@@ -326,27 +335,6 @@ export class Tape {
     this.dispose();
   }
 
-  /** Internal: runs `kernel` into a fresh `operation-output` owner (gradient computations). */
-  async run<P>(kernel: OpDef<P, never>, inputs: readonly TensorView[], shape: readonly number[], params: P): Promise<Tensor> {
-    return this.#run(kernel, inputs, shape, params, 'operation-output');
-  }
-
-  /** Internal: `kernel` over a gradient view and a retained value. */
-  async runSaved<P>(kernel: OpDef<P, never>, g: TensorView, saved: ValueHandle, shape: readonly number[], params: P): Promise<Tensor> {
-    using sv = await saved.value();
-    return this.run(kernel, [g, sv], shape, params);
-  }
-
-  async #run<P>(kernel: OpDef<P, never>, inputs: readonly TensorView[], shape: readonly number[], params: P, reason: AllocationReason): Promise<Tensor> {
-    const out = await allocate(this.provider, F32, { shape }, { reason });
-    try {
-      await dispatch(this.provider, kernel, inputs, out, params);
-    } catch (err) {
-      out.dispose();
-      throw err;
-    }
-    return out;
-  }
 
   /** Declares `h` needed by a backward rule: the node keeps its own handle (no copy, no event). */
   async #save(h: ValueHandle): Promise<ValueHandle> {
@@ -368,7 +356,7 @@ export class Tape {
     let out: Tensor;
     try {
       for (const h of inputs) views.push(await h.value());
-      out = await this.#run(kernel, views, shape, params, this.#reason);
+      out = await runKernel(this.provider, kernel, views, shape, params, this.#reason);
     } finally {
       for (const v of views) v.release();
     }
@@ -390,7 +378,7 @@ export class Tape {
   }
 
   #moveOut(h: ValueHandle, to: RetentionContainer, op: string): ValueHandle {
-    const r = h.record(op);
+    const r = recordOf(h, op);
     if (r.container !== this.#container) {
       throw new TenonError('EINVAL', 'a region returns values it computed', { op, reason: 'not-a-region-value' });
     }
@@ -424,7 +412,7 @@ export class Tape {
           try {
             using pv = prev.view();
             using gv = g.view();
-            grads.set(id, await this.run(add, [pv, gv], g.shape, { n: count(g.shape) }));
+            grads.set(id, await runKernel(this.provider, add, [pv, gv], g.shape, { n: count(g.shape) }));
           } finally {
             prev.dispose();
             g.dispose();
@@ -448,6 +436,24 @@ export class Tape {
   #live(op: string): void {
     if (this.#disposed) throw new TenonError('EMOVED', 'the tape was disposed', { op });
   }
+}
+
+/** Runs `kernel` into a fresh owner allocated with `reason` (gradients: operation-output). */
+async function runKernel<P>(provider: Provider, kernel: OpDef<P, never>, inputs: readonly TensorView[], shape: readonly number[], params: P, reason: AllocationReason = 'operation-output'): Promise<Tensor> {
+  const out = await allocate(provider, F32, { shape }, { reason });
+  try {
+    await dispatch(provider, kernel, inputs, out, params);
+  } catch (err) {
+    out.dispose();
+    throw err;
+  }
+  return out;
+}
+
+/** `kernel` over a gradient view and a retained value, into an operation-output owner. */
+async function runSaved<P>(provider: Provider, kernel: OpDef<P, never>, g: TensorView, saved: ValueHandle, shape: readonly number[], params: P): Promise<Tensor> {
+  using sv = await saved.value();
+  return await runKernel(provider, kernel, [g, sv], shape, params);
 }
 
 function count(shape: readonly number[]): number {
