@@ -52,16 +52,19 @@ for (const pc of providerCases()) {
       return ids.largestLayer;
     };
 
-    it('[TS-residency-read-fault] a layer read failing part-way aborts the step (state bit-identical, layer named) and the next step matches a resident session', async () => {
+    it('[TS-residency-read-fault][TS-residency-identity][TS-residency-slot-proof] a layer read failing part-way aborts the step (state bit-identical, layer named) and the next step matches a resident session', async () => {
       const slot = await slotBytes();
       const ref = await make(undefined);
       expect(ref.session.report().layerResidency.policy).toBe('resident');
       expectCode(() => ref.session.faults.failLayerRead(0), 'EINVAL', 'not-bounded');
       const wantPrefill = await ref.session.prefill(PROMPT);
       const want = await ref.session.decode(432);
+      const identity = await ref.session.identity();
       ref.session.dispose();
 
       const { session } = await make(slot);
+      // [TS-residency-identity] the prompt-cache identity does not depend on the residency policy.
+      expect(await session.identity()).toEqual(identity);
       const report = session.report().layerResidency;
       expect(report.policy).toBe('bounded');
       expect(report.slots).toBe(1);

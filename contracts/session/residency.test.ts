@@ -84,7 +84,7 @@ async function greedy(forward: LlamaForward, steps: number, check: () => void): 
 for (const pc of providerCases()) {
   describe(`layer residency on ${pc.name}`, () => {
     for (const tc of CASES.filter((c) => pc.kind === 'host' || c.webgpu)) {
-      it(`[TS-residency-policy][TS-residency-budget] ${tc.name}: bounded windows (one layer, half the layers) give the resident logits bit for bit within budget`, async () => {
+      it(`[TS-residency-policy][TS-residency-budget][TS-residency-same-logits][TS-residency-slot-proof][TS-residency-release] ${tc.name}: bounded windows (one layer, half the layers) give the resident logits bit for bit within budget`, async () => {
         const model = await tc.load();
         if (model === undefined) return;
         const provider: HostProvider | WebGPUProvider = await pc.make();
