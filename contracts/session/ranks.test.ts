@@ -101,7 +101,7 @@ describe.skipIf(!present)('partitions and manifests', () => {
     expect(spawned).toBe(0);
   });
 
-  it('[TS-dist-partition-authority] the manifest names every transfer of a step: activation, shape, bytes and direction', () => {
+  it('[TS-dist-manifest] the manifest names every transfer of a step: activation, shape, bytes and direction', () => {
     const dim = model!.config.dim;
     const pipe = communicationManifest(checkPartition(m(), PIPELINE), 3);
     expect(pipe.transfers).toEqual([{ activation: 'hidden', layer: 1, from: 0, to: 1, shape: [3, dim], bytes: 3 * dim * 4 }]);
@@ -125,7 +125,7 @@ describe.skipIf(!present)('partitions and manifests', () => {
 });
 
 describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', () => {
-  it('[TS-dist-partition-authority] a pipeline partition gives logits bit-identical to one host rank; a tensor partition within 1e-5 relative, same greedy ids', async () => {
+  it('[TS-dist-same-numbers] a pipeline partition gives logits bit-identical to one host rank; a tensor partition within 1e-5 relative, same greedy ids', async () => {
     const runtime = createRuntime(createHostProvider(), { hostKernels: 'scalar' });
     const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
     const refIds: number[] = [];
