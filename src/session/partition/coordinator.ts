@@ -577,12 +577,6 @@ export class PartitionedSession {
           entries.push({ rank: ranks[i]!, name: staged[i]!, bytes: shards[i]!.byteLength, sha256: await sha256Hex(shards[i]!) });
         }
         this.faults.corruptStagedShard = undefined;
-        for (const e of entries) {
-          const back = await store.read(e.name);
-          if (back === undefined || (await sha256Hex(back)) !== e.sha256) {
-            throw new TenonError('EIO', `staged shard of rank ${e.rank} does not verify`, { op, reason: 'shard-corrupt', ids: { rank: e.rank } });
-          }
-        }
         const manifest: PartitionCacheManifest = {
           format: PARTITION_CACHE_FORMAT,
           identity: this.identity,
@@ -592,6 +586,13 @@ export class PartitionedSession {
           tokens: this.#tokens,
           shards: entries,
         };
+        // Every staged shard is read back and verified before the manifest (the commit point) exists.
+        for (const e of entries) {
+          const back = await store.read(e.name);
+          if (back === undefined || (await sha256Hex(back)) !== e.sha256) {
+            throw new TenonError('EIO', `staged shard of rank ${e.rank} does not verify`, { op, reason: 'shard-corrupt', ids: { rank: e.rank } });
+          }
+        }
         await store.write(`${name}${MANIFEST_SUFFIX}`, new TextEncoder().encode(JSON.stringify(manifest)));
         if (previous !== undefined) for (const s of previous.shards) await store.remove(s.name).catch(() => undefined);
         return manifest;
