@@ -15,9 +15,9 @@
 // tape's nodes and its container's owner reference; surviving handles keep their values alive.
 // Thread: the provider's, one call at a time.
 import { TenonError } from '../errors.js';
-import { allocate, fromArray } from '../storage/index.js';
+import { allocate } from '../storage/index.js';
 import type { AllocationReason, Provider, Tensor, TensorView } from '../storage/index.js';
-import { add, matmul, matmulNT, mul, scale } from '../submit/index.js';
+import { add, matmul, matmulNT, matmulTNGrad, mul, scale } from '../submit/index.js';
 import type { OpDef } from '../submit/index.js';
 import { dispatch } from './eager.js';
 import { Gradients } from './gradients.js';
@@ -193,7 +193,7 @@ export class Tape {
     });
   }
 
-  /** a [M, K] x b [K, N]. Backward needs both inputs: dA = dY b^T, dB = a^T dY. */
+  /** a [M, K] x b [K, N]. Backward needs both inputs: dA = dY b^T (matmul_nt), dB = a^T dY (matmul_tn_grad). */
   async matmul(a: ValueHandle, b: ValueHandle): Promise<ValueHandle> {
     const op = 'tape.matmul';
     const [m, k] = matrix(a, op);
@@ -210,19 +210,9 @@ export class Tape {
           out[0] = await runKernel(tape.provider, matmulNT, [gv, bv], [m, k], { m, n: k, k: n });
         }
         if (nb) {
-          // a^T = I_K x_nt a (the op library has no transpose), then dB = a^T x dY.
-          const eye = new Float32Array(k * k);
-          for (let i = 0; i < k; i++) eye[i * k + i] = 1;
-          using identity = await fromArray(tape.provider, F32, eye, [k, k]);
-          let at: Tensor;
-          {
-            using iv = identity.view();
-            using av = await sa!.value();
-            at = await runKernel(tape.provider, matmulNT, [iv, av], [k, m], { m: k, n: m, k });
-          }
-          using atOwner = at;
-          using atv = atOwner.view();
-          out[1] = await runKernel(tape.provider, matmul, [atv, gv], [k, n], { m: k, n, k: m });
+          // dB = a^T dY: matmul_tn_grad reads a [M, K] as its `dy` and dY [M, N] as its `x`.
+          using av = await sa!.value();
+          out[1] = await runKernel(tape.provider, matmulTNGrad, [av, gv], [k, n], { m, n: k, k: n, accumulate: false });
         }
         return out;
       } catch (err) {
