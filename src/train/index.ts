@@ -6,3 +6,7 @@ export type { BackwardOptions, CheckpointInfo, LeafOptions, RegionFn, TapeOption
 export { Gradients } from './gradients.js';
 export { IntoValueError, ValueHandle } from './retention.js';
 export type { IntoValueFailure, ValueKey } from './retention.js';
+// The explicit llama backward and trainer (issue 15, backward-ops part): LlamaGrad runs forward, loss and
+// backward of a llama2.c model as one compiled graph on any provider; it does not use the tape.
+export { ADAMW_DEFAULTS, LlamaGrad, llamaDims, parameterNames, parameterShape } from './llama-grad.js';
+export type { AdamWConfig, LlamaDims, LlamaGradOptions, TrainStepResult } from './llama-grad.js';
