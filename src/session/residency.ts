@@ -52,6 +52,11 @@ export interface ResidencyReport {
   readonly tokens: number;
   /** bytesUploaded / tokens (0 before the first token). */
   readonly bytesUploadedPerToken: number;
+  /**
+   * Host milliseconds spent issuing slot uploads (a measurement for benchmarks, never asserted). None of
+   * it is hidden behind compute: uploads run between submissions, after each proof.
+   */
+  readonly uploadMilliseconds: number;
 }
 
 /** One tensor part of a layer: where it lives in a slot and its packed host copy. */
@@ -156,6 +161,7 @@ export class LayerWindow {
   #bytesUploaded = 0;
   #uploads = 0;
   #tokens = 0;
+  #uploadMs = 0;
   readonly faults: WindowFaults = {
     failLayerRead: (layer: number): void => {
       this.#failRead = layer;
@@ -206,13 +212,18 @@ export class LayerWindow {
     if (this.holds(slot, layer)) return;
     this.#holds[slot] = -1;
     const plan = this.plan.layers[layer]!;
-    for (const [i, e] of plan.entries.entries()) {
-      if (i === 1 && this.#failRead === layer) {
-        this.#failRead = undefined;
-        throw new TenonError('EIO', `reading the weights of layer ${layer} failed`, { op: 'residency.acquire', reason: 'layer-read-failed', ids: { layer } });
+    const started = performance.now();
+    try {
+      for (const [i, e] of plan.entries.entries()) {
+        if (i === 1 && this.#failRead === layer) {
+          this.#failRead = undefined;
+          throw new TenonError('EIO', `reading the weights of layer ${layer} failed`, { op: 'residency.acquire', reason: 'layer-read-failed', ids: { layer } });
+        }
+        await write(layer, i, e, this.#host[layer]![i]!);
+        this.#bytesUploaded += e.byteLength;
       }
-      await write(layer, i, e, this.#host[layer]![i]!);
-      this.#bytesUploaded += e.byteLength;
+    } finally {
+      this.#uploadMs += performance.now() - started;
     }
     this.#uploads++;
     this.#holds[slot] = layer;
@@ -238,6 +249,7 @@ export class LayerWindow {
       layerUploads: this.#uploads,
       tokens: this.#tokens,
       bytesUploadedPerToken: this.#tokens === 0 ? 0 : this.#bytesUploaded / this.#tokens,
+      uploadMilliseconds: this.#uploadMs,
     };
   }
 }
@@ -258,5 +270,6 @@ export function residentReport(layerPackedBytes: readonly number[], tokens: numb
     layerUploads: 0,
     tokens,
     bytesUploadedPerToken: 0,
+    uploadMilliseconds: 0,
   };
 }
