@@ -30,7 +30,7 @@ import { argmax } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
 import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, controlWords, phaseIndex, rankBase } from './protocol.js';
-import type { RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
+import type { RankCounters, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
 
@@ -353,6 +353,11 @@ export class PartitionedSession {
         });
       }),
     );
+  }
+
+  /** Every rank's benchmark counters (exchanges, µs in them, µs in forward passes). */
+  counters(): Promise<RankCounters[]> {
+    return Promise.all(this.#handles.map((_, r) => this.#request<RankCounters>(r, { t: 'counters' })));
   }
 
   /** Fault seams of one rank for its next step or control operation. */

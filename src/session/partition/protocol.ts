@@ -104,6 +104,13 @@ export interface RankState {
   readonly checkpoints: readonly number[];
 }
 
+/** Benchmark counters of one rank: activation exchanges and time inside them, time in forward passes (µs). */
+export interface RankCounters {
+  readonly exchanges: number;
+  readonly exchangeMicros: number;
+  readonly forwardMicros: number;
+}
+
 /** A cache shard header (JSON, before the KV rows). */
 export interface ShardHeader {
   readonly rank: number;
@@ -119,6 +126,7 @@ export interface ShardHeader {
 export type RankRequest =
   | { readonly t: 'faults'; readonly faults: RankFaults }
   | { readonly t: 'inspect' }
+  | { readonly t: 'counters' }
   | { readonly t: 'checkpoint'; readonly id: number }
   | { readonly t: 'discard'; readonly id: number }
   | { readonly t: 'prepare-restore'; readonly id: number | 'reset'; readonly length: number; readonly epoch: number }

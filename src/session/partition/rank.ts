@@ -11,7 +11,7 @@ import { RING_WORD, RingReader, RingWriter } from '../../dataplane/index.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
 import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase } from './protocol.js';
-import type { RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
+import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
@@ -45,6 +45,10 @@ export class Rank implements RankLinks {
   readonly #writers = new Map<number, RingWriter>();
   readonly #readers = new Map<number, RingReader>();
   readonly #scratch: Float32Array;
+  /** Counters (benchmarks): activation exchanges, microseconds inside them, microseconds in forward passes. */
+  #exchanges = 0;
+  #exchangeMicros = 0;
+  #forwardMicros = 0;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -109,14 +113,29 @@ export class Rank implements RankLinks {
   }
 
   receiveHidden(x: Float32Array): void {
+    const t0 = performance.now();
     this.#read(this.#init.rank - 1, x);
+    this.#counted(t0);
   }
 
   sendHidden(x: Float32Array): void {
+    const t0 = performance.now();
     this.#write(this.#init.rank + 1, x);
+    this.#counted(t0);
+  }
+
+  #counted(t0: number): void {
+    this.#exchanges++;
+    this.#exchangeMicros += (performance.now() - t0) * 1000;
   }
 
   allReduce(partial: Float32Array, out: Float32Array): void {
+    const t0 = performance.now();
+    this.#reduce(partial, out);
+    this.#counted(t0);
+  }
+
+  #reduce(partial: Float32Array, out: Float32Array): void {
     const me = this.#init.rank;
     for (const to of this.#writers.keys()) this.#write(to, partial);
     const other = this.#scratch.subarray(0, partial.length);
@@ -195,12 +214,14 @@ export class Rank implements RankLinks {
       if (this.#decision('checkpoint', epoch) !== 'proceed') return restore();
       this.#park('execute');
       let ok = true;
+      const t0 = performance.now();
       try {
         this.#forward.run(tokens, pos, this, this.#logits);
       } catch (err) {
         if (err instanceof Fenced) throw err;
         ok = false;
       }
+      this.#forwardMicros += (performance.now() - t0) * 1000;
       this.#vote('execute', epoch, ok && !this.#fails('execute'));
       const verdict = this.#decision('execute', epoch);
       if (verdict === 'abort') return restore();
@@ -355,6 +376,10 @@ export class Rank implements RankLinks {
           checkpoints: [...this.#checkpoints.keys()],
         };
         return state;
+      }
+      case 'counters': {
+        const counters: RankCounters = { exchanges: this.#exchanges, exchangeMicros: this.#exchangeMicros, forwardMicros: this.#forwardMicros };
+        return counters;
       }
       case 'checkpoint':
         if (this.#faults.failCheckpoint === true) {

@@ -1,0 +1,113 @@
+// Partitioned-session benchmark (issue 14, acceptance point 3): `npm run bench:ranks`, Node.
+// Greedy decode tokens/s of one host rank vs two host ranks of a tensor partition (KV heads, FFN columns
+// and classifier rows split in two; partial sums added in rank order), on
+//   (a) a seeded random model of stories15M's shape (dim 288, 6 layers, 6 heads, ffn 768, vocab 32000),
+//       synthesised here (randomDenseWeights), and
+//   (b) tiny-llama-f32.gguf (dim 256, 4 layers, 8/4 heads, vocab 512) from ../shared/models.
+// Every rank is a worker_threads worker running the Node build of workers/rank.worker.ts (built first here);
+// both sides run the same op-library host kernels (the scalar twins: src/session/partition/rank-forward.ts),
+// so the ratio is what splitting across cores buys. Next to the compute time it reports the per-step
+// synchronisation cost: microseconds per agreement (the checkpoint and complete rounds carry no compute:
+// coordinator-side wait from issuing the round to the last vote) and per activation exchange (rank-side
+// time inside a ring send/receive or all-reduce, which includes waiting for the slower peer). Sides run in
+// interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
+// Output: a printed table and bench/results/ranks.json (machine, cores, load average).
+import { execSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { it } from 'vitest';
+import { PartitionedSession, defaultRankSpawner, evenTensorPartition, loadModel, randomDenseWeights, readDenseWeights } from '../src/index.js';
+import type { ArchitecturePartition, DenseWeights } from '../src/index.js';
+import { readGgufFixture } from '../contracts/support/gguf-fixtures.js';
+
+const PROMPT_TOKENS = 8;
+const DECODE_STEPS = 24;
+const ROUNDS = 3;
+const MAX_SEQ = PROMPT_TOKENS + DECODE_STEPS * ROUNDS + 8;
+const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 6, vocabSize: 32000, ropeTheta: 10000, ropeStyle: 'normal' as const, rmsEps: Math.fround(1e-5), contextLength: 256 };
+const SEED = 15;
+
+interface Side {
+  readonly name: string;
+  readonly ranks: number;
+  session: PartitionedSession;
+  micros: number;
+  steps: number;
+  ids: number[];
+}
+
+interface Row {
+  readonly model: string;
+  readonly side: string;
+  readonly ranks: number;
+  readonly tokensPerSecond: number;
+  readonly msPerToken: number;
+  readonly forwardMsPerToken: number;
+  readonly agreementMicros: number;
+  readonly exchangesPerToken: number;
+  readonly exchangeMicros: number;
+}
+
+async function measure(model: string, weights: DenseWeights): Promise<{ rows: Row[]; speedup: number; sameIds: boolean }> {
+  const one: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: weights.config.layers }] };
+  const two = evenTensorPartition(weights.config, 2);
+  const make = (partition: ArchitecturePartition) => PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner() });
+  const sides: Side[] = [
+    { name: '1 host rank', ranks: 1, session: await make(one), micros: 0, steps: 0, ids: [] },
+    { name: '2 host ranks (tensor)', ranks: 2, session: await make(two), micros: 0, steps: 0, ids: [] },
+  ];
+  try {
+    const prompt = Array.from({ length: PROMPT_TOKENS }, (_, i) => (i * 37 + 1) % weights.config.vocabSize);
+    for (const s of sides) s.ids.push((await s.session.step(prompt)).argmax);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of sides) {
+        const t0 = performance.now();
+        for (let i = 0; i < DECODE_STEPS; i++) s.ids.push((await s.session.step([s.ids[s.ids.length - 1]!])).argmax);
+        s.micros += (performance.now() - t0) * 1000;
+        s.steps += DECODE_STEPS;
+      }
+    }
+    const rows: Row[] = [];
+    for (const s of sides) {
+      const stats = s.session.stats();
+      const counters = await s.session.counters();
+      const steps = stats.steps;
+      const agreementMicros = (stats.phaseMicros.checkpoint + stats.phaseMicros.complete) / (2 * steps);
+      const exchanges = counters.reduce((a, c) => a + c.exchanges, 0) / counters.length;
+      const exchangeMicros = counters.reduce((a, c) => a + c.exchangeMicros, 0) / counters.length;
+      const forwardMicros = counters.reduce((a, c) => a + c.forwardMicros, 0) / counters.length;
+      rows.push({
+        model,
+        side: s.name,
+        ranks: s.ranks,
+        tokensPerSecond: s.steps / (s.micros / 1e6),
+        msPerToken: s.micros / s.steps / 1000,
+        forwardMsPerToken: (forwardMicros - exchangeMicros) / steps / 1000,
+        agreementMicros,
+        exchangesPerToken: exchanges / steps,
+        exchangeMicros: exchanges === 0 ? 0 : exchangeMicros / exchanges,
+      });
+    }
+    return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides[0]!.ids.join() === sides[1]!.ids.join() };
+  } finally {
+    for (const s of sides) s.session.dispose();
+  }
+}
+
+it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cost', async () => {
+  execSync('npx vite build --config vite.node.config.ts --logLevel error', { stdio: 'inherit' });
+  const results: { model: string; rows: Row[]; speedup: number; sameIds: boolean }[] = [];
+  results.push({ model: 'random stories15M shape', ...(await measure('random stories15M shape', randomDenseWeights(STORIES15M_SHAPE, SEED))) });
+  const tiny = await readGgufFixture('tiny-llama-f32.gguf');
+  if (tiny !== undefined) results.push({ model: 'tiny-llama-f32', ...(await measure('tiny-llama-f32', await readDenseWeights(await loadModel(tiny)))) });
+  const fmt = (n: number, d = 1) => n.toFixed(d);
+  console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  µs/agreement  exch/tok  µs/exchange');
+  for (const r of results.flatMap((x) => x.rows)) {
+    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}`);
+  }
+  for (const r of results) console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}`);
+  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverage: os.loadavg(), node: process.version };
+  console.log(`machine: ${machine.cpus} cores (${machine.cpuModel}), load average ${machine.loadAverage.map((x) => x.toFixed(2)).join(' ')} (shared with other processes)`);
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/ranks.json', `${JSON.stringify({ bench: 'ranks', date: new Date().toISOString(), machine, promptTokens: PROMPT_TOKENS, decodeSteps: DECODE_STEPS * ROUNDS, kernels: 'op-library host twins (scalar JS)', results }, null, 2)}\n`);
+});
