@@ -42,7 +42,6 @@ async function spawnNode(url: URL): Promise<RankWorkerHandle> {
 function spawnBrowser(): RankWorkerHandle {
   const worker = new Worker(new URL('../../../workers/rank.worker.ts', import.meta.url), { type: 'module' });
   let gone = false;
-  let terminatedByUs = false;
   return {
     post: (m, transfer) => worker.postMessage(m, transfer ?? []),
     onMessage: (handler) => {
@@ -57,7 +56,7 @@ function spawnBrowser(): RankWorkerHandle {
       }
       // Granted only once the rank's worker released the lock: it ended (peer loss, as in the data plane).
       void navigator.locks.request(lock, () => {
-        if (gone || terminatedByUs) return;
+        if (gone) return;
         gone = true;
         handler();
       });

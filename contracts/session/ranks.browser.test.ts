@@ -1,0 +1,79 @@
+// Partitioned sessions in Chromium (issue 14): the same ranks as the node lane, as real module Web Workers
+// (workers/rank.worker.ts through Vite), activations over SAB rings in a cross-origin isolated page, and rank
+// loss seen through the Web Lock each rank holds for its lifetime (the data plane's peer-loss mechanism).
+// Model: stories260K.bin. Small on purpose: three cases.
+import { afterEach, describe, expect, it } from 'vitest';
+import { LlamaForward, PartitionedSession, createHostProvider, createRuntime, defaultRankSpawner, evenTensorPartition, loadModel, partitionModelOf, readDenseWeights } from '../../src/index.js';
+import type { ArchitecturePartition, DenseWeights } from '../../src/index.js';
+import { expectCodeAsync } from '../support/expect-error.js';
+import { readModelFixture } from '../support/models.js';
+
+const stories = await readModelFixture('stories260K.bin');
+const tok512 = await readModelFixture('tok512.bin');
+const present = stories !== undefined && tok512 !== undefined;
+const model = present ? await loadModel(stories!, { tokenizer: tok512! }) : undefined;
+const weights: DenseWeights | undefined = model === undefined ? undefined : await readDenseWeights(model);
+const PROMPT = [1, 403, 407, 261, 378];
+const TIMEOUT = 60_000;
+const PIPELINE: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: 2 }, { start: 2, end: 5 }] };
+
+let open: PartitionedSession[] = [];
+afterEach(() => {
+  for (const s of open) s.dispose();
+  open = [];
+});
+
+async function session(partition: ArchitecturePartition): Promise<PartitionedSession> {
+  const s = await PartitionedSession.create(weights!, partition, { maxSeq: 32, maxBatch: 8, identity: 'stories260K', spawn: defaultRankSpawner() });
+  open.push(s);
+  return s;
+}
+
+describe.skipIf(!present)('partitioned sessions in Web Workers', () => {
+  it('[TS-dist-same-numbers] a pipeline of two Web Worker ranks gives logits bit-identical to one host rank; a tensor partition within 1e-5, same greedy ids', async () => {
+    const single = await LlamaForward.create(createRuntime(createHostProvider({ shared: true }), { hostKernels: 'scalar' }), model!, { maxSeq: 32, maxBatch: 8, decode: 'plain' });
+    const ref = [await single.run(PROMPT, 0)];
+    ref.push(await single.run([ref[0]!.argmax], PROMPT.length));
+    single.dispose();
+    for (const partition of [PIPELINE, evenTensorPartition(partitionModelOf(model!), 2)]) {
+      const s = await session(partition);
+      const a = await s.step(PROMPT);
+      const b = await s.step([a.argmax]);
+      expect([a.argmax, b.argmax]).toEqual([ref[0]!.argmax, ref[1]!.argmax]);
+      [a, b].forEach((r, i) => {
+        const want = ref[i]!.logits;
+        let worst = 0;
+        let scale = 0;
+        for (const v of want) scale = Math.max(scale, Math.abs(v));
+        for (let j = 0; j < want.length; j++) worst = Math.max(worst, Math.abs(r.logits[j]! - want[j]!) / scale);
+        if (partition.kind === 'pipeline') expect(new Uint32Array(r.logits.buffer)).toEqual(new Uint32Array(want.buffer.slice(want.byteOffset, want.byteOffset + want.byteLength)));
+        else expect(worst).toBeLessThan(1e-5);
+      });
+    }
+  }, TIMEOUT);
+
+  it('[TS-dist-rank-loss] a Web Worker rank terminated mid-step is seen through its Web Lock: the step ends aborted, the session is fenced, the survivor restored its checkpoint', async () => {
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    await s.step(PROMPT);
+    const before = await s.inspect([0]);
+    await s.setRankFaults(1, { parkAt: 'execute' });
+    const caught = s.step([432]).catch((e: unknown) => e);
+    expect(await s.parked(1)).toBe('execute');
+    s.killRank(1);
+    const err = (await caught) as { code: string; reason: string };
+    expect([err.code, err.reason]).toEqual(['ECONNRESET', 'rank-lost']);
+    expect(s.lastOutcome).toMatchObject({ state: 'aborted', epoch: 2 });
+    expect(await s.inspect([0])).toEqual(before);
+    await expectCodeAsync(() => s.step([432]), 'EIO', 'fenced');
+  }, TIMEOUT);
+
+  it('[TS-txn-epoch-mismatch] Web Worker ranks refuse a commit decision naming another epoch; the step rolls back on both', async () => {
+    const s = await session(PIPELINE);
+    await s.step(PROMPT);
+    const before = await s.inspect();
+    s.faults.decisionEpochSkew = 3;
+    await expectCodeAsync(() => s.step([432]), 'ESTALE', 'epoch-mismatch');
+    expect(await s.inspect()).toEqual(before);
+    expect((await s.step([432])).argmax).toBe(383);
+  }, TIMEOUT);
+});
