@@ -76,6 +76,23 @@ for (const pc of providerCases()) {
       expect(provider.ledgerSince(mark).filter((e) => e.reason !== 'transfer' && e.reason !== 'transfer-destination')).toHaveLength(3);
     });
 
+    it('[G7-retain-group] a release that meets a borrowed value view is deferred, never forced', async () => {
+      const base = provider.counters();
+      const tape = createTape(provider);
+      const a = await leaf(tape, A);
+      const v = await a.value<'f32'>();
+      // The last retainers go while the view is alive: nothing throws and nothing is freed under the view.
+      tape.dispose();
+      a.dispose();
+      expect(provider.counters().liveBytes - base.liveBytes).toBe(BYTES);
+      expect(Array.from(await v.toArray())).toEqual(Array.from(A));
+      v.release();
+      // The next train-layer call finishes the release.
+      createTape(provider).dispose();
+      expect(provider.counters().liveBytes).toBe(base.liveBytes);
+      expect(provider.counters().liveRoots).toBe(base.liveRoots);
+    });
+
     it('[G7-handle-readonly] handles and their views offer no owner and no write path', async () => {
       using tape = createTape(provider);
       const a = await leaf(tape, A);

@@ -5,7 +5,9 @@
 // container are counted: its owning tape or checkpoint store (one, until disposed) plus every live
 // ValueHandle over one of its values. A value's storage is released when no handle refers to it any
 // more; the group itself is disposed when the last retainer lets go. Surviving handles keep their value
-// (and its container) alive after the tape is gone.
+// (and its container) alive after the tape is gone. A release that meets a still-borrowed view of the
+// group (a `value()` view not yet released) is deferred, never forced: it completes at the next
+// train-layer call after the view is gone (sweepRetention). Releasing never throws.
 // Handles: a ValueHandle is a read-only descriptor reference. `clone()` adds a retainer (no storage,
 // descriptor or write authority is cloned); `value()` lends a shared view; `duplicateValue()` is the
 // explicit copy; `intoValue()` is the only way to an owner, and it checks structural uniqueness (this
@@ -45,6 +47,20 @@ export class IntoValueError extends TenonError {
 
 let nextContainerId = 0;
 
+/**
+ * Containers with a release that met a borrowed view of their group (a value to free, or the whole group
+ * once nothing retains it): finished by the next `sweepRetention()` after the view is released.
+ */
+const deferred = new Set<RetentionContainer>();
+
+/** Finishes deferred releases. Every tape call and every adoption runs it first; cheap when idle. */
+export function sweepRetention(): void {
+  for (const c of [...deferred]) {
+    c.sweep();
+    c.finish();
+  }
+}
+
 /** Owns one group of retained values for one tape or checkpoint store. Internal to src/train. */
 export class RetentionContainer {
   readonly label: string;
@@ -66,6 +82,7 @@ export class RetentionContainer {
   /** Moves `tensor` in (no copy, no allocation) and returns a first handle over it. */
   adopt(tensor: Tensor, requiresGrad: boolean): ValueHandle {
     const group = this.#live('container.adopt');
+    sweepRetention();
     this.sweep();
     const meta = { dtype: tensor.dtype, shape: tensor.shape };
     const { descriptor } = group.insert(tensor);
@@ -107,6 +124,7 @@ export class RetentionContainer {
       entry.slot = undefined;
       this.#pending.delete(key);
     }
+    if (this.#pending.size === 0 && this.#retainers !== 0) deferred.delete(this);
   }
 
   view(key: ValueKey, op: string): TensorView {
@@ -146,16 +164,28 @@ export class RetentionContainer {
       entry.slot = undefined;
     } catch {
       this.#pending.add(key);
+      deferred.add(this);
     }
   }
 
   #drop(): void {
     this.#retainers--;
-    if (this.#retainers === 0 && this.#group !== undefined) {
-      const group = this.#group;
-      this.#group = undefined;
+    if (this.#retainers === 0) this.finish();
+  }
+
+  /** Internal: disposes the group once nothing retains it; defers (orphan) while a view is borrowed. */
+  finish(): void {
+    const group = this.#group;
+    if (group === undefined || this.#retainers !== 0) return;
+    try {
       group.dispose();
+    } catch {
+      deferred.add(this);
+      return;
     }
+    this.#group = undefined;
+    this.#pending.clear();
+    deferred.delete(this);
   }
 
   #live(op: string): AllocationGroup {

@@ -22,7 +22,7 @@ import type { OpDef } from '../submit/index.js';
 import { dispatch } from './eager.js';
 import { Gradients } from './gradients.js';
 import { valueId } from './ids.js';
-import { RetentionContainer, recordOf } from './retention.js';
+import { RetentionContainer, recordOf, sweepRetention } from './retention.js';
 import type { ValueHandle } from './retention.js';
 
 const F32 = 'f32';
@@ -113,6 +113,7 @@ export class Tape {
   constructor(provider: Provider, options: TapeOptions = {}) {
     this.provider = provider;
     this.#reason = options.reason ?? 'operation-output';
+    sweepRetention();
   }
 
   /** Values whose storage this tape's container owns right now. */
@@ -425,6 +426,7 @@ export class Tape {
 
   #live(op: string): void {
     if (this.#disposed) throw new TenonError('EMOVED', 'the tape was disposed', { op });
+    sweepRetention();
   }
 }
 
