@@ -2,7 +2,7 @@
 // retained values through their own groups, read-only value handles, and the gradients bundle.
 // Imports storage, submit and model only; nothing below imports this layer.
 export { Tape, createTape } from './tape.js';
-export type { BackwardOptions, CheckpointInfo, LeafOptions, RegionFn, TapeOptions } from './tape.js';
+export type { BackwardContext, BackwardOptions, CheckpointInfo, CustomRule, LeafOptions, RegionFn, TapeOptions } from './tape.js';
 export { Gradients } from './gradients.js';
 export { IntoValueError, ValueHandle } from './retention.js';
 export type { IntoValueFailure, ValueKey } from './retention.js';
@@ -10,3 +10,6 @@ export type { IntoValueFailure, ValueKey } from './retention.js';
 // backward of a llama2.c model as one compiled graph on any provider; it does not use the tape.
 export { ADAMW_DEFAULTS, LlamaGrad, llamaDims, parameterNames, parameterShape } from './llama-grad.js';
 export type { AdamWConfig, LlamaDims, LlamaGradOptions, TrainStepResult } from './llama-grad.js';
+export { adamwConfig } from './adamw.js';
+export { Trainer } from './trainer.js';
+export type { TrainProgress, TrainerOptions } from './trainer.js';
