@@ -3,9 +3,9 @@
 // and outlive their tape; intoValue refuses shared containers before any extraction and keeps the handle
 // on both failures; duplicateValue is the explicit copy; takeGrad has exactly three outcomes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IntoValueError, MUTATION_METHODS, TensorView, ValueHandle, createAllocationGroup, createTape, fromArray } from '../../src/index.js';
-import type { HostProvider, Tape, Tensor, WebGPUProvider } from '../../src/index.js';
-import { expectCode } from '../support/expect-error.js';
+import { IntoValueError, MUTATION_METHODS, TensorView, ValueHandle, createAllocationGroup, createTape, fromArray, mul, scale } from '../../src/index.js';
+import type { CustomRule, HostProvider, MulParams, ScaleParams, Tape, Tensor, WebGPUProvider } from '../../src/index.js';
+import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { providerCases } from '../support/providers.js';
 import { allocations, copies, times } from './support.js';
 
@@ -91,6 +91,45 @@ for (const pc of providerCases()) {
       createTape(provider).dispose();
       expect(provider.counters().liveBytes).toBe(base.liveBytes);
       expect(provider.counters().liveRoots).toBe(base.liveRoots);
+    });
+
+    it('[G7-custom-rule] a custom rule retains only the inputs it names and its gradients accumulate', async () => {
+      using tape = createTape(provider);
+      const x = await leaf(tape, A);
+      const triple: CustomRule<ScaleParams> = {
+        kernel: scale,
+        params: { n: LEN, s: 3 },
+        shape: [LEN],
+        needs: [],
+        backward: async (ctx, dy) => [await ctx.run(scale, [dy], [LEN], { n: LEN, s: 3 })],
+      };
+      const square: CustomRule<MulParams> = {
+        kernel: mul,
+        params: { n: LEN },
+        shape: [LEN],
+        needs: [0],
+        // One contribution per input position (both are the same value): the tape adds them.
+        backward: async (ctx, dy, saved) => [await ctx.run(mul, [dy, saved[0]!], [LEN], { n: LEN }), await ctx.run(mul, [dy, saved[1]!], [LEN], { n: LEN })],
+      };
+      const mark = provider.ledgerMark();
+      const t = await tape.custom(triple, [x]);
+      const y = await tape.custom(square, [t, t]);
+      t.dispose();
+      // t is named by square's rule: still retained; retention recorded nothing.
+      expect(tape.retainedValues).toBe(3);
+      expect(allocations(provider.ledgerSince(mark))).toEqual(times(2, `operation-output:root:${BYTES}`));
+      const grads = await tape.backward([y], [await fromArray(provider, 'f32', new Float32Array(LEN).fill(1), [LEN])]);
+      {
+        using g = grads.grad<'f32'>(x)!;
+        // d/dx (3x)^2 = 18x
+        expect(Array.from(await g.toArray())).toEqual(Array.from(A, (v) => 18 * v));
+      }
+      const nodes = tape.nodeCount;
+      await expectCodeAsync(() => tape.custom({ ...square, needs: [2] }, [x, x]), 'EINVAL', 'bad-needs');
+      expect(tape.nodeCount).toBe(nodes);
+      grads.dispose();
+      x.dispose();
+      y.dispose();
     });
 
     it('[G7-handle-readonly] handles and their views offer no owner and no write path', async () => {

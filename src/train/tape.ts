@@ -43,6 +43,32 @@ export interface BackwardOptions {
   readonly wrt?: readonly ValueHandle[];
 }
 
+/** What a custom rule's backward may use: the provider and a kernel runner into fresh owners. */
+export interface BackwardContext {
+  readonly provider: Provider;
+  /** Runs `kernel` over `inputs` (its read bindings, in order) into a new f32 owner of `shape` (operation-output). */
+  run<P>(kernel: OpDef<P, never>, inputs: readonly TensorView[], shape: readonly number[], params: P): Promise<Tensor>;
+}
+
+/**
+ * A single-output op with its own backward rule (for kernels the tape has no built-in rule for). The
+ * forward binds the inputs' values to the kernel's read bindings in order and a fresh f32 output of
+ * `shape` to its last (read_write) binding.
+ */
+export interface CustomRule<P> {
+  readonly kernel: OpDef<P, never>;
+  readonly params: P;
+  readonly shape: readonly number[];
+  /** Indices of the inputs the backward rule needs: only these are retained for it. */
+  readonly needs: readonly number[];
+  /**
+   * Returns one new owner per input (undefined for no gradient) from dY and the needed inputs' values
+   * (`saved[i]` is a view of input i when i is in `needs`). `wants[i]` says whether input i needs a
+   * gradient; an owner returned for an input that does not is released. Views are released after it returns.
+   */
+  backward(ctx: BackwardContext, dy: TensorView, saved: readonly (TensorView | undefined)[], wants: readonly boolean[]): Promise<readonly (Tensor | undefined)[]>;
+}
+
 /** A checkpointed region: computes its outputs from its inputs on the tape it is given. */
 export type RegionFn = (tape: Tape, inputs: readonly ValueHandle[]) => Promise<readonly ValueHandle[]>;
 
@@ -220,6 +246,38 @@ export class Tape {
         disposeAll(out);
         throw err;
       } finally {
+        g.dispose();
+      }
+    });
+  }
+
+  /** Records `rule` over `inputs` (retaining only `rule.needs`) and returns the output's handle. */
+  async custom<P>(rule: CustomRule<P>, inputs: readonly ValueHandle[]): Promise<ValueHandle> {
+    const op = 'tape.custom';
+    if (!rule.needs.every((i) => Number.isSafeInteger(i) && i >= 0 && i < inputs.length)) {
+      throw new TenonError('EINVAL', 'needs names inputs by index', { op, reason: 'bad-needs' });
+    }
+    const wants = inputs.map((h) => h.requiresGrad);
+    const needed = [...new Set(rule.needs)].map((i) => inputs[i]!);
+    return this.#record(op, rule.kernel, inputs, rule.shape, rule.params, needed, async (tape, [g], savedOf) => {
+      if (g === undefined) return inputs.map(() => undefined);
+      const views: (TensorView | undefined)[] = [];
+      try {
+        using gv = g.view();
+        for (const h of savedOf) views.push(h === undefined ? undefined : await h.value());
+        const ctx: BackwardContext = { provider: tape.provider, run: (kernel, ins, shape, params) => runKernel(tape.provider, kernel, ins, shape, params) };
+        const out = await rule.backward(ctx, gv, views, wants);
+        if (out.length !== inputs.length) {
+          disposeAll(out);
+          throw new TenonError('EINVAL', 'a custom backward returns one entry per input', { op, reason: 'gradient-count' });
+        }
+        return out.map((t, i) => {
+          if (wants[i]) return t;
+          t?.dispose();
+          return undefined;
+        });
+      } finally {
+        for (const v of views) v?.release();
         g.dispose();
       }
     });
