@@ -3,7 +3,7 @@
 // and outlive their tape; intoValue refuses shared containers before any extraction and keeps the handle
 // on both failures; duplicateValue is the explicit copy; takeGrad has exactly three outcomes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IntoValueError, MUTATION_METHODS, TensorView, ValueHandle, createAllocationGroup, createTape, fromArray, mul, scale } from '../../src/index.js';
+import { IntoValueError, MUTATION_METHODS, TensorView, ValueHandle, createAllocationGroup, createHostProvider, createTape, fromArray, mul, scale } from '../../src/index.js';
 import type { CustomRule, HostProvider, MulParams, ScaleParams, Tape, Tensor, WebGPUProvider } from '../../src/index.js';
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { providerCases } from '../support/providers.js';
@@ -155,6 +155,11 @@ for (const pc of providerCases()) {
       // @ts-expect-error a handle has no mutable view
       expect(a.viewMut).toBeUndefined();
       expectCode(() => new ValueHandle(Symbol('forged'), {} as never), 'EINVAL', 'private-constructor');
+      // A tensor of another provider is refused and stays the caller's.
+      const foreign = await fromArray(createHostProvider(), 'f32', A, [LEN]);
+      expectCode(() => tape.leaf(foreign), 'EINVAL', 'provider-mismatch');
+      expect(Array.from(await foreign.toArray())).toEqual(Array.from(A));
+      foreign.dispose();
       expect('record' in proto).toBe(false);
       // The owner path is refused while the value is shared (the tape and a clone retain it).
       expectCode(() => a.intoValue(), 'EBUSY', 'not-unique');

@@ -161,6 +161,9 @@ export class Tape {
   leaf(tensor: Tensor, options: LeafOptions = {}): ValueHandle {
     const op = 'tape.leaf';
     this.#live(op);
+    if (tensor.diagnostics().provider !== this.provider.id) {
+      throw new TenonError('EINVAL', 'a leaf lives on the tape\'s provider', { op, reason: 'provider-mismatch' });
+    }
     const h = this.#container.adopt(tensor, options.requiresGrad ?? true);
     if (h.requiresGrad) this.#leaves.push(refOf(h, op));
     return h;
