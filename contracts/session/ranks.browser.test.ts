@@ -31,7 +31,7 @@ async function session(partition: ArchitecturePartition): Promise<PartitionedSes
 
 describe.skipIf(!present)('partitioned sessions in Web Workers', () => {
   it('[TS-dist-same-numbers] a pipeline of two Web Worker ranks gives logits bit-identical to one host rank; a tensor partition within 1e-5, same greedy ids', async () => {
-    const single = await LlamaForward.create(createRuntime(createHostProvider({ shared: true }), { hostKernels: 'scalar' }), model!, { maxSeq: 32, maxBatch: 8, decode: 'plain' });
+    const single = await LlamaForward.create(createRuntime(createHostProvider()), model!, { maxSeq: 32, maxBatch: 8, decode: 'plain' });
     const ref = [await single.run(PROMPT, 0)];
     ref.push(await single.run([ref[0]!.argmax], PROMPT.length));
     single.dispose();

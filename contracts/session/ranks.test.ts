@@ -126,7 +126,7 @@ describe.skipIf(!present)('partitions and manifests', () => {
 
 describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', () => {
   it('[TS-dist-same-numbers] a pipeline partition gives logits bit-identical to one host rank; a tensor partition within 1e-5 relative, same greedy ids', async () => {
-    const runtime = createRuntime(createHostProvider(), { hostKernels: 'scalar' });
+    const runtime = createRuntime(createHostProvider());
     const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
     const refIds: number[] = [];
     const refLogits: Float32Array[] = [];
@@ -140,8 +140,12 @@ describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', 
     }
     single.dispose();
     expect(refIds.slice(0, 4)).toEqual([432, 383, 286, 261]);
-    const pipe = await greedy(await session(PIPELINE), 4);
+    const pipeSession = await session(PIPELINE);
+    const pipe = await greedy(pipeSession, 4);
     expect(pipe.ids).toEqual(refIds);
+    // Both sides ran the same kernels: WebAssembly where the engine has them (as the runtime chose).
+    const kind = runtime.hostKernels()!.kind;
+    for (const c of await pipeSession.counters()) expect(kind === 'wasm-simd' ? c.wasmDispatches > 0 : c.wasmDispatches === 0).toBe(true);
     pipe.logits.forEach((l, i) => expect(sameBits(l, refLogits[i]!)).toBe(true));
     const tensor = await greedy(await session(evenTensorPartition(partitionModelOf(model!), 2)), 4);
     expect(tensor.ids).toEqual(refIds);

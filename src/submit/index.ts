@@ -19,3 +19,7 @@ export type { StepIdsParams, StepIdsSource } from './ops/step-ids.js';
 export { PoolHandle, WorkerPool, createWorkerPool } from './pool.js';
 export type { PoolFaults, PoolStats, PoolSubmitOptions, WorkerPoolOptions } from './pool.js';
 export type { PoolGraphSpec, PoolParamValue, PoolProviderKind, WorkerInfo } from './pool-protocol.js';
+// The host executor on its own (partitioned-session ranks run op-library dispatches over their own memory).
+export { HostExecutor } from './wasm/executor.js';
+export type { HostDispatch } from './wasm/executor.js';
+export type { AnyOpDef } from './ops/types.js';

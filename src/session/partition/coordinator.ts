@@ -27,6 +27,7 @@
 import { TenonError } from '../../errors.js';
 import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/index.js';
 import { argmax } from '../../submit/index.js';
+import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
 import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, controlWords, phaseIndex, rankBase } from './protocol.js';
@@ -53,6 +54,8 @@ export interface PartitionedSessionOptions {
   readonly identity: string;
   /** How rank workers are started (default: this environment's rank worker, see rank-spawn.ts). */
   readonly spawn: RankSpawner;
+  /** Host kernels of every rank (default 'auto': WebAssembly SIMD where available). */
+  readonly hostKernels?: HostKernelChoice;
   /** Refused on partitioned sessions (TS-dist-capture-local). */
   readonly observe?: unknown;
 }
@@ -218,6 +221,7 @@ export class PartitionedSession {
             lock: started[r]!.lock,
             identity: options.identity,
             topology: checked.topology,
+            kernels: options.hostKernels ?? 'auto',
           };
           const transfer = [w.embedding, w.outputNorm, w.classifier, ...w.layers.flatMap((L) => Object.values(L) as Float32Array[])]
             .map((a) => a.buffer as ArrayBuffer)

@@ -8,6 +8,7 @@
 // logits array. Everything else (construction, checkpoint, rollback, cache shards, inspection, fault
 // seams) is a request/reply message: control operations, not per-token work.
 // Every word of the control block is accessed with Atomics.
+import type { HostKernelChoice } from '../../submit/index.js';
 import type { DenseConfig, RankWeights } from './weights.js';
 
 /** Int32 word indices of the control block. */
@@ -91,6 +92,8 @@ export interface RankInit {
   readonly lock: string | undefined;
   readonly identity: string;
   readonly topology: string;
+  /** Which host kernels the rank runs (a runtime's `hostKernels` choice). */
+  readonly kernels: HostKernelChoice;
 }
 
 /** What a rank reports of its own state (inspection, tests). */
@@ -109,6 +112,9 @@ export interface RankCounters {
   readonly exchanges: number;
   readonly exchangeMicros: number;
   readonly forwardMicros: number;
+  /** Dispatches that ran a WebAssembly kernel / a scalar twin. */
+  readonly wasmDispatches: number;
+  readonly scalarDispatches: number;
 }
 
 /** A cache shard header (JSON, before the KV rows). */

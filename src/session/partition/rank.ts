@@ -60,7 +60,7 @@ export class Rank implements RankLinks {
 
   constructor(init: RankInit) {
     this.#init = init;
-    this.#forward = new RankForward(init.weights, init.maxSeq, init.maxBatch);
+    this.#forward = new RankForward(init.weights, init.maxSeq, init.maxBatch, init.kernels);
     this.#ctrl = new Int32Array(init.control);
     this.#base = rankBase(init.maxBatch, init.rank);
     this.#logits = new Float32Array(init.logits);
@@ -378,7 +378,14 @@ export class Rank implements RankLinks {
         return state;
       }
       case 'counters': {
-        const counters: RankCounters = { exchanges: this.#exchanges, exchangeMicros: this.#exchangeMicros, forwardMicros: this.#forwardMicros };
+        const k = this.#forward.kernelStats();
+        const counters: RankCounters = {
+          exchanges: this.#exchanges,
+          exchangeMicros: this.#exchangeMicros,
+          forwardMicros: this.#forwardMicros,
+          wasmDispatches: k.wasmDispatches,
+          scalarDispatches: k.scalarDispatches,
+        };
         return counters;
       }
       case 'checkpoint':
