@@ -136,3 +136,61 @@ for (const pc of providerCases()) {
     }
   });
 }
+
+// Routed experts through an expert cache (bounded with `experts`): the expert tensors stay out of the
+// window; the ids the router picked are read back per routed layer and the picked experts fetched into an
+// LRU cache of N slots per layer. A cache of one expert (top-2 routing: two rounds per layer and step,
+// nearly every fetch a miss) and of all four experts (no misses once every expert was fetched) give the
+// resident logits bit for bit.
+const MOE_WEBGPU_STEPS = 2;
+const MOE_KINDS: readonly GgufFixture[] = ['tiny-moe-f32.gguf', 'tiny-moe-Q8_0.gguf', 'tiny-moe-Q4_K_M.gguf'];
+for (const pc of providerCases()) {
+  describe(`expert cache on ${pc.name}`, () => {
+    for (const file of MOE_KINDS.filter((f) => pc.kind === 'host' || f === 'tiny-moe-Q4_K_M.gguf')) {
+      it(`[TS-expert-cache][TS-expert-counters] ${file}: caches of one expert and of every expert (host) give the resident logits bit for bit`, async () => {
+        const bytes = await readGgufFixture(file);
+        if (bytes === undefined) return;
+        const model = await loadModel(bytes);
+        const provider = await pc.make();
+        const runtime = createRuntime(provider);
+        const steps = pc.kind === 'host' ? HOST_STEPS : MOE_WEBGPU_STEPS;
+        const options = { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' as const };
+        const before = provider.counters().liveBytes;
+        const resident = await LlamaForward.create(runtime, model, options);
+        const fixed = provider.counters().liveBytes - before - resident.residency().layerBytes;
+        const want = await greedy(resident, steps, () => undefined);
+        resident.dispose();
+        const { experts, expertsUsed, layers } = model.config;
+        // SwiftShader is slow: WebGPU runs the one-expert cache only (every round a fetch).
+        for (const slots of pc.kind === 'host' ? [1, experts] : [1]) {
+          // The smallest budget holding one layer slot and the caches (from the refusal's numbers).
+          const err = await expectCodeAsync(() => LlamaForward.create(runtime, model, { ...options, residency: { kind: 'bounded', bytes: 1, experts: slots } }), 'EINVAL', 'budget-below-layer');
+          const ids = err.ids as { largestLayer: number; expertCache: number };
+          expect(provider.counters().liveBytes).toBe(before);
+          const budget = ids.largestLayer + ids.expertCache;
+          const bounded = await LlamaForward.create(runtime, model, { ...options, residency: { kind: 'bounded', bytes: budget, experts: slots } });
+          const r0 = bounded.residency();
+          expect(r0.windowBytes).toBeLessThanOrEqual(budget);
+          expect(r0.experts?.slotsPerLayer).toBe(slots);
+          const got = await greedy(bounded, steps, () => expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(budget + fixed));
+          expect(got.ids).toEqual(want.ids);
+          got.logits.forEach((l, i) => expect(l, `step ${i}`).toEqual(want.logits[i]));
+          const cache = bounded.residency().experts!;
+          // Every step reads back T * used ids per routed layer.
+          expect(cache.bytesReadBack).toBe((PROMPT.length + steps) * expertsUsed * layers * 4);
+          if (slots === experts) {
+            expect(cache.misses).toBeLessThanOrEqual(experts * layers);
+            expect(cache.hits).toBeGreaterThan(0);
+          } else {
+            // One slot: each round holds one expert; two distinct experts per step and layer means two rounds.
+            expect(cache.rounds).toBeGreaterThanOrEqual((steps + 1) * layers * expertsUsed);
+            expect(cache.misses).toBeGreaterThanOrEqual((steps + 1) * layers);
+          }
+          expect(cache.bytesFetched).toBeGreaterThan(0);
+          bounded.dispose();
+          expect(provider.counters().liveBytes).toBe(before);
+        }
+      }, TIMEOUT);
+    }
+  });
+}

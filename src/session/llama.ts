@@ -212,13 +212,30 @@ const NO_ROW = 0xffff_ffff;
 
 /** Cache key of a graph: token count, per-row logits, layer observation, ids source, sample op as the choice. */
 function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource, sampled = false, range?: LayerRange): string {
-  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}${range === undefined ? '' : `:L${range.first}-${range.end}`}`;
+  return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}${range === undefined ? '' : `:L${range.first}-${range.end}${range.phase ?? ''}`}`;
 }
 
 /** Layers [first, end) of one bounded submission (the embedding with the first, the classifier with the last). */
 interface LayerRange {
   readonly first: number;
   readonly end: number;
+  /**
+   * Expert cache: one routed layer in three submissions: 'attn' (attention, FFN norm, router, moe_route),
+   * 'experts' (one round of cached experts; replayed per round) and 'combine' (moe_combine).
+   */
+  readonly phase?: 'attn' | 'experts' | 'combine';
+}
+
+/** One expert cache slot as the graphs bind it: the held expert's gate, up and down matrices. */
+interface CachedExpert {
+  readonly gate: Matrix;
+  readonly up: Matrix;
+  readonly down: Matrix;
+}
+
+/** Step value naming the expert cache slot `i` holds (an out-of-range id when it serves no pair this round). */
+function slotKey(i: number): string {
+  return `expertSlot${i}`;
 }
 
 /** What feeds the embedding of a graph: the ids buffer the host writes (plain), ids the graph takes from the staged prompt or the uniform (step_ids), or the `next` buffer. */
@@ -280,6 +297,8 @@ interface RoutedFfn {
   readonly experts: number;
   readonly used: number;
   readonly renormalize: boolean;
+  /** Expert cache: the slots of this layer's cache (the expert tensors above then have no parts). */
+  readonly cache?: readonly CachedExpert[];
 }
 
 interface LayerSlots {
@@ -443,8 +462,9 @@ function slotWeights(model: LoadedModel, l: number, entries: readonly SlotEntry[
   const out: Partial<Record<LayerRole, WeightTensor>> = {};
   for (const [role, t] of Object.entries(model.layers[l]!) as [LayerRole, ModelTensor][]) {
     const mine = entries.map((e, i) => ({ e, i })).filter(({ e }) => e.role === role);
-    const first = mine[0]!.e;
     const g = t.geometry;
+    // An expert tensor served by the expert cache has no part in the window.
+    const first = mine[0]?.e ?? { dtype: t.kind.name === 'F32' ? ('f32' as const) : ('u32' as const), matrixRows: g.shape[g.shape.length - 2] ?? 1 };
     out[role] = {
       name: t.name,
       role,
@@ -516,7 +536,9 @@ export class LlamaForward {
   readonly #attentionSplit: { readonly len: number; readonly part: Allocation } | undefined;
   #lost: TenonError | undefined;
   /** Bounded residency: the window and each layer's slot descriptors ([layer][entry]); undefined when resident. */
-  readonly #window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[] } | undefined;
+  readonly #window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[]; readonly experts: readonly (readonly (readonly DescriptorSlot[])[])[] } | undefined;
+  /** Expert cache: an alias of the routed ids [T * used] per token count, for their readback. */
+  readonly #routeIdViews = new Map<number, DescriptorSlot>();
   /** Resident: packed bytes of each layer (for the report). */
   readonly #layerPacked: readonly number[];
   /** Tokens the resident forward ran (report). */
@@ -530,7 +552,7 @@ export class LlamaForward {
     maxBatch: number,
     group: AllocationGroup,
     parts: {
-      window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[] } | undefined;
+      window: { readonly window: LayerWindow; readonly descriptors: readonly (readonly DescriptorSlot[])[]; readonly experts: readonly (readonly (readonly DescriptorSlot[])[])[] } | undefined;
       layerPacked: readonly number[];
       plan: ForwardPlan;
       variant: QMatmulVariant;
@@ -672,7 +694,7 @@ export class LlamaForward {
 
     // Bounded: the window is planned (EINVAL budget-below-layer) and the host copies read before anything
     // is allocated; only the globals are materialized, the layers go into the window's slots.
-    const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op) : undefined;
+    const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op, residency.experts) : undefined;
     const window = windowPlan === undefined ? undefined : await LayerWindow.create(model, windowPlan);
     const globalsOnly: LoadedModel = { ...model, tensors: model.tensors.filter((t) => t.layer === undefined), layers: [] };
     const weights = await materializeWeights(window === undefined ? model : globalsOnly, provider, {
@@ -698,6 +720,28 @@ export class LlamaForward {
       if (windowPlan !== undefined) {
         for (let s = 0; s < windowPlan.slots; s++) slotAllocations.push((await blank('u32', [windowPlan.slotBytes / U32_BYTES], false)).allocation);
       }
+      /** Expert cache: [layer][slot][gate, up, down] descriptors, and the matrices the graphs bind. */
+      const expertDescriptors: DescriptorSlot[][][] = [];
+      const expertSlots: CachedExpert[][] = [];
+      const ep = windowPlan?.experts;
+      if (ep !== undefined) {
+        for (let l = 0; l < c.layers; l++) {
+          const perLayer: DescriptorSlot[][] = [];
+          const matrices: CachedExpert[] = [];
+          for (let s = 0; s < ep.slotsPerLayer; s++) {
+            const at = (await blank('u32', [ep.slotBytes / U32_BYTES], false)).allocation;
+            const three = ep.layers[l]!.map((e) => group.alias(at, e.dtype, { shape: [e.rows, e.rowWords], byteOffset: e.offset }));
+            perLayer.push(three);
+            const [gate, up, down] = ep.layers[l]!.map((e, i): Matrix => {
+              const t = model.layers[l]![e.role]!;
+              return { name: `${t.name}@slot${s}`, kind: t.kind.name, dtype: e.dtype, rows: e.rows, k: t.geometry.rowElements, matrixRows: e.rows, parts: [{ firstRow: 0, rows: e.rows, slot: three[i]!, shape: [e.rows, e.rowWords] }] };
+            });
+            matrices.push({ gate: gate!, up: up!, down: down! });
+          }
+          expertDescriptors.push(perLayer);
+          expertSlots.push(matrices);
+        }
+      }
       for (let l = 0; l < c.layers; l++) {
         let w = weights.layers[l]!;
         if (windowPlan !== undefined) {
@@ -719,6 +763,7 @@ export class LlamaForward {
                 experts: c.experts,
                 used: c.expertsUsed,
                 renormalize: need(entry.routing, 'routing').renormalize,
+                ...(ep === undefined ? {} : { cache: expertSlots[l]! }),
               }
             : { kind: 'dense', gate: matrixOf(role('ffnGate')), up: matrixOf(role('ffnUp')), down: matrixOf(role('ffnDown')) };
         layers.push({
@@ -755,7 +800,7 @@ export class LlamaForward {
       }
       const layerPacked = windowPlan === undefined ? weights.layers.map((lw) => Object.values(lw).reduce((n, t) => n + t.packedBytes, 0)) : [];
       return new LlamaForward(runtime, model, weights, maxSeq, maxBatch, held, {
-        window: window === undefined ? undefined : { window, descriptors: slotDescriptors },
+        window: window === undefined ? undefined : { window, descriptors: slotDescriptors, experts: expertDescriptors },
         layerPacked,
         plan,
         variant,
@@ -870,13 +915,20 @@ export class LlamaForward {
     // slot before has returned it with a proven outcome).
     const bounded = this.#window;
     const ranges: (LayerRange | undefined)[] = [];
+    const cache = bounded?.window.experts;
     if (bounded === undefined) ranges.push(undefined);
-    else for (let first = 0, n = bounded.window.plan.slots; first < this.#layers.length; first += n) ranges.push({ first, end: Math.min(first + n, this.#layers.length) });
+    else if (cache !== undefined) {
+      for (let l = 0; l < this.#layers.length; l++) for (const phase of ['attn', 'experts', 'combine'] as const) ranges.push({ first: l, end: l + 1, phase });
+    } else for (let first = 0, n = bounded.window.plan.slots; first < this.#layers.length; first += n) ranges.push({ first, end: Math.min(first + n, this.#layers.length) });
     let back = group;
     let entry: GraphEntry | undefined;
     for (const [i, range] of ranges.entries()) {
       entry = this.#graphFor(T, allRows, layers, 'ids', back, false, range);
-      if (bounded !== undefined) {
+      if (range?.phase === 'experts') {
+        back = await this.#expertRounds(entry.graph, back, pos0, T, range.first);
+        continue;
+      }
+      if (bounded !== undefined && range?.phase !== 'combine') {
         const held = back;
         for (let l = range!.first; l < range!.end; l++) {
           await bounded.window.acquire(l, async (layer, index, _e, data) => {
@@ -917,10 +969,47 @@ export class LlamaForward {
     return { ...result, layers: this.#layers.map((_, l) => hidden.slice(l * stride, l * stride + rows)) };
   }
 
+  /**
+   * Expert cache: reads back the ids the router picked for layer `l` (4 bytes per token and choice), then
+   * per round of at most slotsPerLayer distinct experts makes them present in the cache (the group is in
+   * hand: every earlier reader of the slots is proven complete) and replays the experts graph with each
+   * slot's expert as a step value.
+   */
+  async #expertRounds(graph: CompiledGraph, group: AllocationGroup, pos0: number, T: number, l: number): Promise<AllocationGroup> {
+    const bounded = this.#window!;
+    const cache = bounded.window.experts!;
+    const used = this.config.expertsUsed;
+    let view = this.#routeIdViews.get(T);
+    if (view === undefined) {
+      view = group.alias(this.#act['routeIds']!.allocation, 'u32', { shape: [T * used] });
+      this.#routeIdViews.set(T, view);
+    }
+    let ids: Uint32Array;
+    {
+      using v = group.view<'u32'>(view);
+      ids = await v.toArray();
+    }
+    let back = group;
+    for (const round of cache.rounds(ids)) {
+      const held = back;
+      await cache.ensure(l, round, async (layer, slot, index, data) => {
+        using m = held.viewMut(bounded.experts[layer]![slot]![index]!);
+        await m.write(data);
+      });
+      const step: Record<string, number> = { pos: pos0 };
+      cache.holder(l).forEach((expert, i) => {
+        // A slot serves only this round's experts (an earlier round's pairs keep their rows).
+        step[slotKey(i)] = expert >= 0 && round.includes(expert) ? expert : this.config.experts;
+      });
+      back = await this.#submitPlain(graph, back, pos0, step);
+    }
+    return back;
+  }
+
   /** Submits one plain step on the group and waits for its proven outcome; returns the group. */
-  async #submitPlain(graph: CompiledGraph, group: AllocationGroup, pos0: number): Promise<AllocationGroup> {
+  async #submitPlain(graph: CompiledGraph, group: AllocationGroup, pos0: number, step: StepValues = { pos: pos0 }): Promise<AllocationGroup> {
     this.#group = undefined;
-    const handle = await this.runtime.submit(graph, group, { step: { pos: pos0 } }).catch((err: unknown) => {
+    const handle = await this.runtime.submit(graph, group, { step }).catch((err: unknown) => {
       this.#group = group; // rejected before admission: still ours, untouched
       throw err;
     });
@@ -1149,8 +1238,8 @@ export class LlamaForward {
 
   #graphFor(T: number, allRows: boolean, layers: boolean, source: IdsSource, group: AllocationGroup, sampled = false, range?: LayerRange): GraphEntry {
     const key = graphKey(T, allRows, layers, source, sampled, range);
-    const head = range === undefined || range.first === 0;
-    const tail = range === undefined || range.end === this.#layers.length;
+    const head = range === undefined || (range.first === 0 && range.phase !== 'experts' && range.phase !== 'combine');
+    const tail = range === undefined || (range.end === this.#layers.length && range.phase !== 'attn' && range.phase !== 'experts');
     const cached = this.#graphs.get(key);
     if (cached !== undefined) return cached;
     const c = this.config;
@@ -1293,6 +1382,39 @@ export class LlamaForward {
       add(moeCombine, [out, weights, x], { tokens: T, used, n: dim, accumulate: true });
     };
 
+    /** Expert cache: one phase of a routed FFN (see LayerRange). */
+    const routedPhase = (f: RoutedFfn, phase: 'attn' | 'experts' | 'combine'): void => {
+      const { experts, used, renormalize } = f;
+      const ffn = c.ffnDim;
+      const ids = rows('routeIds', [T, used]);
+      const weights = rows('routeWeights', [T, used]);
+      const out = rows('expertOut', [T, used, dim]);
+      if (phase === 'attn') {
+        const routerLogits = rows('routerLogits', [T, experts]);
+        linear(xb, f.router, routerLogits, act('routerLogits'), 0, T);
+        add(moeRoute, [routerLogits, ids, weights], { tokens: T, experts, used, renormalize });
+        return;
+      }
+      if (phase === 'combine') {
+        add(moeCombine, [out, weights, x], { tokens: T, used, n: dim, accumulate: true });
+        return;
+      }
+      const gate = rows('expertGate', [T, used, ffn]);
+      const up = rows('expertUp', [T, used, ffn]);
+      const hidden = rows('expertHidden', [T, used, ffn]);
+      /** One dispatch per cache slot, reading the expert the step names for it (pairs of other experts keep their rows). */
+      const cached = (input: string, pick: (e: CachedExpert) => Matrix, output: string, xPerSlot: boolean): void => {
+        f.cache!.forEach((slot, i) => {
+          const w = pick(slot);
+          add(qmatmulExpertOp(w.kind, this.#variant), [input, ids, partName(w, 0), output], (s: StepValues) => ({ tokens: T, used, experts: 1, expertBase: s[slotKey(i)] ?? experts, n: w.matrixRows, k: w.k, xPerSlot }));
+        });
+      };
+      cached(xb, (e) => e.gate, gate, false);
+      cached(xb, (e) => e.up, up, false);
+      add(siluMul, [gate, up, hidden], { n: T * used * ffn });
+      cached(hidden, (e) => e.down, out, true);
+    };
+
     // The fused list (kernels 'fused'; see the module comment).
     const fused = this.kernels === 'fused';
     const variant = this.#variant;
@@ -1395,6 +1517,12 @@ export class LlamaForward {
 
     this.#layers.forEach((L, l) => {
       if (range !== undefined && (l < range.first || l >= range.end)) return;
+      const phase = range?.phase;
+      if (phase === 'experts' || phase === 'combine') {
+        routedPhase(L.ffn as RoutedFfn, phase);
+        if (phase === 'combine') observe(l);
+        return;
+      }
       const vec = (name: string, slot: DescriptorSlot, width: number) => declare(`${name}${l}`, slot, 'f32', [width]);
       const kc = declare(`kCache${l}`, L.kCache, 'f32', [this.maxSeq, kvDim]);
       const vc = declare(`vCache${l}`, L.vCache, 'f32', [this.maxSeq, kvDim]);
@@ -1431,6 +1559,9 @@ export class LlamaForward {
         add(siluMul, [hb, hb2, hb3], { n: T * ffn });
         linear(hb3, f.down, xb2, act('xb2'), 0, T);
         add(addInplace, [x, xb2], { n: T * dim });
+      } else if (phase === 'attn') {
+        routedPhase(f, 'attn');
+        return;
       } else {
         routedFfn(f);
       }

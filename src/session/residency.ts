@@ -25,7 +25,20 @@
 import { TenonError } from '../errors.js';
 import type { LayerRole, LoadedModel, ModelTensor } from '../model/index.js';
 
-export type ResidencyPolicy = { readonly kind: 'resident' } | { readonly kind: 'bounded'; readonly bytes: number };
+export type ResidencyPolicy =
+  | { readonly kind: 'resident' }
+  | {
+      readonly kind: 'bounded';
+      readonly bytes: number;
+      /**
+       * Routed-experts models: slots of an expert cache per routed layer (1..experts). The layers' expert
+       * tensors then stay out of the window; the experts the router picks are fetched into the cache
+       * (LRU) on demand. The budget covers the window and every layer's cache.
+       */
+      readonly experts?: number;
+    };
+/** The expert roles a cache serves (in slot order: gate, up, down). */
+export const EXPERT_ROLES: readonly LayerRole[] = ['ffnGateExperts', 'ffnUpExperts', 'ffnDownExperts'];
 export type ResidencyKind = ResidencyPolicy['kind'];
 
 /** Slot offsets of a layer's tensors are aligned to this (WebGPU's minStorageBufferOffsetAlignment default). */
@@ -52,6 +65,8 @@ export interface ResidencyReport {
   readonly tokens: number;
   /** bytesUploaded / tokens (0 before the first token). */
   readonly bytesUploadedPerToken: number;
+  /** The expert cache (bounded with `experts`): slots per layer, bytes in all, and its counters. */
+  readonly experts?: ExpertCacheReport;
   /**
    * Host milliseconds spent issuing slot uploads (a measurement for benchmarks, never asserted). None of
    * it is hidden behind compute: uploads run between submissions, after each proof.
@@ -84,7 +99,40 @@ export interface LayerPlan {
   readonly packedBytes: number;
 }
 
+export interface ExpertCacheReport {
+  readonly slotsPerLayer: number;
+  readonly cacheBytes: number;
+  readonly hits: number;
+  readonly misses: number;
+  readonly bytesFetched: number;
+  /** Rounds of expert submissions (more than one per routed layer when a step needs more experts than slots). */
+  readonly rounds: number;
+  /** Routed ids read back to the host (4 bytes per token and choice, per routed layer). */
+  readonly bytesReadBack: number;
+}
+
+/** One expert's matrix in a cache slot. */
+export interface ExpertEntry {
+  readonly role: LayerRole;
+  /** Rows of one expert and packed words per row. */
+  readonly rows: number;
+  readonly rowWords: number;
+  readonly dtype: 'f32' | 'u32';
+  readonly offset: number;
+  readonly byteLength: number;
+}
+
+export interface ExpertPlan {
+  readonly slotsPerLayer: number;
+  /** Bytes of one expert slot (gate, up, down at aligned offsets; the largest over layers). */
+  readonly slotBytes: number;
+  /** [layer] -> the three entries. */
+  readonly layers: readonly (readonly ExpertEntry[])[];
+  readonly cacheBytes: number;
+}
+
 export interface WindowPlan {
+  readonly experts?: ExpertPlan;
   readonly budget: number;
   readonly slots: number;
   readonly slotBytes: number;
@@ -113,12 +161,33 @@ export function checkPolicy(policy: ResidencyPolicy | undefined, op: string): Re
  * slot size (the largest layer) and the slot count (as many whole slots as the budget holds, at most one
  * per layer). EINVAL `budget-below-layer` with ids { budget, largestLayer } when one slot does not fit.
  */
-export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number, op: string): WindowPlan {
+export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number, op: string, expertSlots?: number): WindowPlan {
+  let experts: ExpertPlan | undefined;
+  if (expertSlots !== undefined) {
+    const n = model.config.experts;
+    if (model.architecture.ffn !== 'routed') throw new TenonError('EINVAL', 'an expert cache needs a routed-experts model', { op, reason: 'no-routed-experts' });
+    if (!Number.isSafeInteger(expertSlots) || expertSlots < 1 || expertSlots > n) throw new TenonError('EINVAL', `residency.experts must be in 1..${n}`, { op, reason: 'bad-residency' });
+    const layers = model.layers.map((tensors) => {
+      let offset = 0;
+      return EXPERT_ROLES.map((role): ExpertEntry => {
+        const t = tensors[role]!;
+        const g = t.geometry;
+        const rows = g.shape[g.shape.length - 2]!;
+        const e: ExpertEntry = { role, rows, rowWords: g.packedRowWords, dtype: t.kind.name === 'F32' ? 'f32' : 'u32', offset, byteLength: rows * g.packedRowWords * 4 };
+        offset = alignUp(offset + e.byteLength, SLOT_OFFSET_ALIGNMENT);
+        return e;
+      });
+    });
+    const slotBytes = Math.max(...layers.map((l) => { const last = l[l.length - 1]!; return alignUp(last.offset + last.byteLength, SLOT_OFFSET_ALIGNMENT); }));
+    experts = { slotsPerLayer: expertSlots, slotBytes, layers, cacheBytes: model.layers.length * expertSlots * slotBytes };
+  }
+  const cached = new Set<LayerRole>(experts === undefined ? [] : EXPERT_ROLES);
   const layers: LayerPlan[] = model.layers.map((tensors) => {
     const entries: SlotEntry[] = [];
     let offset = 0;
     let packedBytes = 0;
     for (const [role, t] of Object.entries(tensors) as [LayerRole, ModelTensor][]) {
+      if (cached.has(role)) continue;
       const dtype = t.kind.name === 'F32' ? 'f32' : 'u32';
       const g = t.geometry;
       const matrixRows = g.shape.length >= 2 ? g.shape[g.shape.length - 2]! : 1;
@@ -132,10 +201,16 @@ export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number,
     return { entries, slotBytes: offset, packedBytes };
   });
   const slotBytes = Math.max(...layers.map((l) => l.slotBytes));
-  if (budget < slotBytes) {
-    throw new TenonError('EINVAL', `a budget of ${budget} bytes is below the largest layer (${slotBytes} bytes in a slot)`, { op, reason: 'budget-below-layer', ids: { budget, largestLayer: slotBytes } });
+  const cacheBytes = experts?.cacheBytes ?? 0;
+  if (budget < slotBytes + cacheBytes) {
+    throw new TenonError('EINVAL', `a budget of ${budget} bytes is below the largest layer (${slotBytes} bytes in a slot) plus the expert caches (${cacheBytes})`, {
+      op,
+      reason: 'budget-below-layer',
+      ids: { budget, largestLayer: slotBytes, expertCache: cacheBytes },
+    });
   }
-  return { budget, slots: Math.min(layers.length, Math.floor(budget / slotBytes)), slotBytes, layers };
+  const slots = Math.min(layers.length, Math.floor((budget - cacheBytes) / slotBytes));
+  return experts === undefined ? { budget, slots, slotBytes, layers } : { budget, slots, slotBytes, layers, experts };
 }
 
 /** Named fault seam of a window (fires once). */
@@ -168,8 +243,12 @@ export class LayerWindow {
     },
   };
 
-  private constructor(plan: WindowPlan, host: (Uint32Array | Float32Array)[][]) {
+  /** The expert cache (bounded with `experts`). */
+  readonly experts: ExpertCache | undefined;
+
+  private constructor(plan: WindowPlan, host: (Uint32Array | Float32Array)[][], experts: ExpertCache | undefined) {
     this.plan = plan;
+    this.experts = experts;
     this.#host = host;
     this.#holds = new Array<number>(plan.slots).fill(-1);
   }
@@ -188,7 +267,22 @@ export class LayerWindow {
       }
       host.push(layer);
     }
-    return new LayerWindow(plan, host);
+    let experts: ExpertCache | undefined;
+    if (plan.experts !== undefined) {
+      const copies: Uint32Array[][] = [];
+      for (const tensors of model.layers) {
+        const three: Uint32Array[] = [];
+        for (const role of EXPERT_ROLES) {
+          const t = tensors[role]!;
+          const words = new Uint32Array(t.geometry.rows * t.geometry.packedRowWords);
+          t.kind.repack(await t.readRows(0, t.geometry.rows), t.geometry.rowElements, words);
+          three.push(words);
+        }
+        copies.push(three);
+      }
+      experts = new ExpertCache(plan.experts, copies);
+    }
+    return new LayerWindow(plan, host, experts);
   }
 
   /** The slot layer `l` lives in. */
@@ -239,7 +333,7 @@ export class LayerWindow {
     return {
       policy: 'bounded',
       budgetBytes: this.plan.budget,
-      windowBytes: this.plan.slots * this.plan.slotBytes,
+      windowBytes: this.plan.slots * this.plan.slotBytes + (this.plan.experts?.cacheBytes ?? 0),
       slots: this.plan.slots,
       slotBytes: this.plan.slotBytes,
       largestLayerBytes: Math.max(...this.plan.layers.map((l) => l.packedBytes)),
@@ -250,6 +344,7 @@ export class LayerWindow {
       tokens: this.#tokens,
       bytesUploadedPerToken: this.#tokens === 0 ? 0 : this.#bytesUploaded / this.#tokens,
       uploadMilliseconds: this.#uploadMs,
+      ...(this.experts === undefined ? {} : { experts: this.experts.report() }),
     };
   }
 }
@@ -272,4 +367,93 @@ export function residentReport(layerPackedBytes: readonly number[], tokens: numb
     bytesUploadedPerToken: 0,
     uploadMilliseconds: 0,
   };
+}
+
+/** Receives entry `index` (gate, up, down) of the expert going into `slot` of `layer`'s cache. */
+export type ExpertWriter = (layer: number, slot: number, index: number, data: Uint32Array | Float32Array) => Promise<void>;
+
+/**
+ * Per routed layer, `slotsPerLayer` slots of one expert each (gate, up and down), filled on demand and
+ * evicted least recently used. `holder(layer)` says which expert each slot holds (-1: none); a slot is
+ * marked as holding its expert only once all three matrices are written. Same ownership rule as the layer
+ * window: LlamaForward writes a slot only while it holds the state group.
+ */
+export class ExpertCache {
+  readonly plan: ExpertPlan;
+  /** Host copies: [layer][gate, up, down] of every expert. */
+  readonly #host: readonly (readonly Uint32Array[])[];
+  readonly #holds: number[][];
+  readonly #lastUse: number[][];
+  #clock = 0;
+  #hits = 0;
+  #misses = 0;
+  #bytesFetched = 0;
+  #rounds = 0;
+  #bytesReadBack = 0;
+
+  constructor(plan: ExpertPlan, host: Uint32Array[][]) {
+    this.plan = plan;
+    this.#host = host;
+    this.#holds = plan.layers.map(() => new Array<number>(plan.slotsPerLayer).fill(-1));
+    this.#lastUse = plan.layers.map(() => new Array<number>(plan.slotsPerLayer).fill(-1));
+  }
+
+  /** The expert each slot of `layer` holds (-1: none). */
+  holder(layer: number): readonly number[] {
+    return this.#holds[layer]!;
+  }
+
+  /** Splits the distinct experts a step picked (first-use order) into rounds of at most slotsPerLayer. */
+  rounds(ids: Uint32Array): number[][] {
+    this.#bytesReadBack += ids.byteLength;
+    const distinct = [...new Set(ids)];
+    const out: number[][] = [];
+    for (let i = 0; i < distinct.length; i += this.plan.slotsPerLayer) out.push(distinct.slice(i, i + this.plan.slotsPerLayer));
+    return out;
+  }
+
+  /**
+   * Makes every expert of `round` present in `layer`'s cache: a hit refreshes its use, a miss takes the
+   * least recently used slot holding none of the round and writes the expert's three matrices into it.
+   */
+  async ensure(layer: number, round: readonly number[], write: ExpertWriter): Promise<void> {
+    this.#rounds++;
+    const holds = this.#holds[layer]!;
+    const lastUse = this.#lastUse[layer]!;
+    for (const expert of round) {
+      const at = holds.indexOf(expert);
+      if (at >= 0) {
+        this.#hits++;
+        lastUse[at] = ++this.#clock;
+        continue;
+      }
+      this.#misses++;
+      let victim = -1;
+      for (let s = 0; s < holds.length; s++) {
+        if (round.includes(holds[s]!)) continue;
+        if (victim < 0 || lastUse[s]! < lastUse[victim]!) victim = s;
+      }
+      holds[victim] = -1;
+      const entries = this.plan.layers[layer]!;
+      for (const [i, e] of entries.entries()) {
+        const words = this.#host[layer]![i]!.subarray(expert * e.rows * e.rowWords, (expert + 1) * e.rows * e.rowWords);
+        await write(layer, victim, i, e.dtype === 'f32' ? new Float32Array(words.buffer, words.byteOffset, words.length) : words);
+        this.#bytesFetched += e.byteLength;
+      }
+      holds[victim] = expert;
+      lastUse[victim] = ++this.#clock;
+    }
+  }
+
+  report(): ExpertCacheReport {
+    return {
+      slotsPerLayer: this.plan.slotsPerLayer,
+      cacheBytes: this.plan.cacheBytes,
+      hits: this.#hits,
+      misses: this.#misses,
+      bytesFetched: this.#bytesFetched,
+      rounds: this.#rounds,
+      bytesReadBack: this.#bytesReadBack,
+    };
+  }
 }
