@@ -79,6 +79,17 @@ for (const pc of providerCases()) {
     it('[G7-retain-group] a release that meets a borrowed value view is deferred, never forced', async () => {
       const base = provider.counters();
       const tape = createTape(provider);
+      // One value: its last handle goes while a view of the tape's group is alive; the tape stays.
+      const b = await leaf(tape, B);
+      {
+        using held = await b.value();
+        b.dispose();
+        expect(provider.counters().liveBytes - base.liveBytes).toBe(BYTES);
+        expect(held.size).toBe(LEN);
+      }
+      createTape(provider).dispose();
+      expect(provider.counters().liveBytes).toBe(base.liveBytes);
+      // The whole container: its last retainers go while the view is alive.
       const a = await leaf(tape, A);
       const v = await a.value<'f32'>();
       // The last retainers go while the view is alive: nothing throws and nothing is freed under the view.
