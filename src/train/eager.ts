@@ -11,7 +11,7 @@
 // Thread: the provider's.
 import { TenonError } from '../errors.js';
 import { WebGPUProvider } from '../storage/index.js';
-import type { AnyTypedArray, DType, Provider, Tensor, TensorView } from '../storage/index.js';
+import type { AnyTypedArray, Provider, Tensor, TensorView } from '../storage/index.js';
 import type { OpConstants, OpDef, OpOperand } from '../submit/index.js';
 
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
@@ -100,6 +100,3 @@ async function dispatchDevice<P>(provider: WebGPUProvider, op: OpDef<P, never>, 
     for (const p of prepared) p.release();
   }
 }
-
-/** The element type every op here works in. */
-export const F32: DType = 'f32';

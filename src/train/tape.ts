@@ -69,7 +69,10 @@ export interface CustomRule<P> {
   backward(ctx: BackwardContext, dy: TensorView, saved: readonly (TensorView | undefined)[], wants: readonly boolean[]): Promise<readonly (Tensor | undefined)[]>;
 }
 
-/** A checkpointed region: computes its outputs from its inputs on the tape it is given. */
+/**
+ * A checkpointed region: computes its outputs from its inputs on the tape it is given. It gets its own
+ * clones of the inputs (released after it returns) and must return values it computed on that tape.
+ */
 export type RegionFn = (tape: Tape, inputs: readonly ValueHandle[]) => Promise<readonly ValueHandle[]>;
 
 interface Ref {
@@ -90,6 +93,16 @@ interface Node {
 
 function refOf(h: ValueHandle, op: string): Ref {
   return { id: valueId(h, op), requiresGrad: h.requiresGrad, shape: h.shape };
+}
+
+/** Runs a region on `tape` over fresh clones of `inputs` (so the region may drop its inputs freely). */
+async function runRegion(fn: RegionFn, tape: Tape, inputs: readonly ValueHandle[]): Promise<readonly ValueHandle[]> {
+  const clones = inputs.map((h) => h.clone());
+  try {
+    return await fn(tape, clones);
+  } finally {
+    for (const h of clones) h.dispose();
+  }
 }
 
 function disposeAll(ts: Iterable<Tensor | undefined>): void {
@@ -302,7 +315,7 @@ export class Tape {
     );
     const outs: ValueHandle[] = [];
     try {
-      const results = await fn(inner, inputs);
+      const results = await runRegion(fn, inner, inputs);
       try {
         for (const h of results) outs.push(inner.#moveOut(h, store.container, op));
       } finally {
@@ -325,8 +338,11 @@ export class Tape {
         const re = new Tape(tape.provider, { reason: 'checkpoint-recompute-output' });
         let handed = false;
         try {
-          const results = await store.fn(re, store.inputs);
+          const results = await runRegion(store.fn, re, store.inputs);
           try {
+            if (results.length !== outRefs.length) {
+              throw new TenonError('EINVAL', 'a recomputed region returned a different number of outputs', { op, reason: 'region-changed' });
+            }
             const seeds = new Map<string, Tensor>();
             results.forEach((h, i) => {
               const g = grads[i];
