@@ -67,6 +67,19 @@ describe.skipIf(!present)('rank loss', () => {
   }
 });
 
+describe.skipIf(!present)('disposal', () => {
+  it('[TS-dist-rank-loss] disposing a session mid-step ends the step (EINVAL disposed) instead of leaving it waiting on ranks that are gone', async () => {
+    const s = await session(PIPELINE);
+    await s.setRankFaults(1, { parkAt: 'execute' });
+    const caught = s.step(PROMPT).catch((e: unknown) => e);
+    expect(await s.parked(1)).toBe('execute');
+    s.dispose();
+    const err = (await caught) as { code: string; reason: string };
+    expect([err.code, err.reason]).toEqual(['EINVAL', 'disposed']);
+    await expectCodeAsync(() => s.step(PROMPT), 'EINVAL', 'disposed');
+  }, TIMEOUT);
+});
+
 describe.skipIf(!present)('sharded prompt caches', () => {
   it('[TS-dist-cache-save] a save writes one shard per stateful rank and a manifest with the topology; a load restores every rank', async () => {
     const store = memoryShardStore();

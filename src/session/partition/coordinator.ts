@@ -396,6 +396,7 @@ export class PartitionedSession {
     const c = this.#ctrl;
     for (;;) {
       if (this.#fence !== undefined) throw this.#lossError('partition.step');
+      if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
       const v = Atomics.load(c, CTRL.VOTES);
       if (v >= expected) return;
       const r = waitAsync(c, CTRL.VOTES, v);
@@ -681,6 +682,7 @@ export class PartitionedSession {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const h of this.#handles) h.terminate();
+    Atomics.notify(this.#ctrl, CTRL.VOTES);
     const err = new TenonError('EINVAL', 'the session was disposed', { op: OP, reason: 'disposed' });
     for (const [req, p] of this.#pending) {
       this.#pending.delete(req);
