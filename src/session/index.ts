@@ -51,3 +51,5 @@ export { LayerWindow, SLOT_OFFSET_ALIGNMENT, planWindow } from './residency.js';
 export type { ResidencyKind, ResidencyPolicy, ResidencyReport, WindowFaults } from './residency.js';
 // Partitioned sessions across rank workers (issue 14; src/session/partition).
 export * from './partition/index.js';
+export { EXPERT_ROLES, ExpertCache } from './residency.js';
+export type { ExpertCacheReport } from './residency.js';

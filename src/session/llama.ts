@@ -72,6 +72,17 @@
 // layer into an observation buffer [nLayers * maxBatch, dim] and downloads it with the logits. That buffer
 // is allocated into the state group on the first such run and its graphs are a separate family, so a
 // forward whose caller never asks has neither the buffer nor the copy dispatches.
+// Residency (`residency` option, residency.ts). Resident (the default) is everything above. Bounded: the
+// globals are materialized as usual; the layer weights stay on the host and run from a window of slots
+// (allocations of the state group, each the size of the largest layer, layer l in slot l mod slots). A
+// plain step is then cut into one submission per window of layers (graphs keyed by their layer range: the
+// embedding in the first, the classifier in the last; x carries the residual stream between them); each
+// submission's layers are written into their slots just before it, while the group is in hand, i.e. after
+// the previous reader was proven complete. With an expert cache (`experts`), each routed layer runs as
+// three submissions: attention, norm, router and moe_route; then, after reading the routed ids back (the
+// one place the routing visits the host), rounds of the experts graph over the cache's slots, each slot's
+// expert a step value (qmatmul_expert's expertBase, so pairs routed elsewhere keep their rows); then
+// moe_combine. Bounded forwards run 'plain' steps and the op-by-op list only.
 // Thread: the runtime's.
 import { TenonError, isTenonError } from '../errors.js';
 import { zeros } from '../storage/index.js';

@@ -18,6 +18,13 @@
 // layer is EINVAL `budget-below-layer` with the numbers), the host copies, the slot bookkeeping (which
 // layer each slot holds; a slot whose upload failed part-way holds nothing) and the counters. It performs
 // no GPU work: LlamaForward writes the slots through the group and submits.
+// Expert cache (bounded with `experts: N`, routed-experts models): the expert tensors stay out of the
+// window, on the host; each routed layer has a cache of N slots of one expert each (gate, up, down), filled
+// with the experts the router picked (read back to the host: 4 bytes per token and choice, and one more
+// proven wait per routed layer) and evicted least recently used. A step that needs more distinct experts
+// in a layer than N runs that layer's experts in rounds of N. The same pass strategy serves prefill and
+// decode: every round serves all the tokens routed to its experts (a prefill batches tokens by expert).
+// The budget covers the window and every layer's cache; counters: hits, misses, bytes fetched, rounds.
 // The `faults` seam fails the host read of one layer part-way (after its first tensor was written), as an
 // OPFS read error would: the step fails EIO `layer-read-failed` naming the layer, the slot holds nothing,
 // and the session's transaction rolls the state back.
