@@ -403,7 +403,6 @@ export class Tape {
     this.dispose();
   }
 
-
   /** Declares `h` needed by a backward rule: the node keeps its own handle (no copy, no event). */
   async #save(h: ValueHandle): Promise<ValueHandle> {
     return h.clone();
