@@ -3,7 +3,7 @@
 // loss seen through the Web Lock each rank holds for its lifetime (the data plane's peer-loss mechanism).
 // Model: stories260K.bin. Small on purpose: three cases.
 import { afterEach, describe, expect, it } from 'vitest';
-import { LlamaForward, PartitionedSession, createHostProvider, createRuntime, defaultRankSpawner, evenTensorPartition, loadModel, partitionModelOf, readDenseWeights } from '../../src/index.js';
+import { LlamaForward, PartitionedSession, createHostProvider, createRuntime, defaultRankSpawner, evenTensorPartition, loadModel, memoryShardStore, partitionModelOf, readDenseWeights } from '../../src/index.js';
 import type { ArchitecturePartition, DenseWeights } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
 import { readModelFixture } from '../support/models.js';
@@ -75,5 +75,41 @@ describe.skipIf(!present)('partitioned sessions in Web Workers', () => {
     await expectCodeAsync(() => s.step([432]), 'ESTALE', 'epoch-mismatch');
     expect(await s.inspect()).toEqual(before);
     expect((await s.step([432])).argmax).toBe(383);
+  }, TIMEOUT);
+
+  it('[TS-dist-cache-load] Web Worker ranks: a sharded cache round-trips, a corrupted shard or a rank refusing its shard changes no rank', async () => {
+    const store = memoryShardStore();
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    const first = await s.step(PROMPT);
+    const saved = await s.inspect();
+    const manifest = await s.saveCache(store, 'story');
+    await s.step([first.argmax]);
+    const live = await s.inspect();
+    const name = manifest.shards[0]!.name;
+    const good = store.files.get(name)!;
+    const bad = good.slice();
+    bad[bad.length - 1]! ^= 1;
+    store.files.set(name, bad);
+    await expectCodeAsync(() => s.loadCache(store, 'story'), 'EIO', 'shard-corrupt');
+    store.files.set(name, good);
+    await s.setRankFaults(0, { failShardValidation: true });
+    await expectCodeAsync(() => s.loadCache(store, 'story'), 'EINVAL', 'shard-refused');
+    expect(await s.inspect()).toEqual(live);
+    await s.loadCache(store, 'story');
+    expect(await s.inspect()).toEqual(saved);
+  }, TIMEOUT);
+
+  it('[TS-dist-rollback] Web Worker ranks: a rollback one rank cannot prepare changes no rank; a prepared one restores both', async () => {
+    const s = await session(PIPELINE);
+    const first = await s.step(PROMPT);
+    const cp = await s.checkpoint();
+    const atCp = await s.inspect();
+    await s.step([first.argmax]);
+    const after = await s.inspect();
+    await s.setRankFaults(1, { failPrepare: true });
+    await expectCodeAsync(() => s.rollback(cp), 'EIO', 'prepare-failed');
+    expect(await s.inspect()).toEqual(after);
+    await s.rollback(cp);
+    expect(await s.inspect()).toEqual(atCp);
   }, TIMEOUT);
 });
