@@ -6,7 +6,8 @@
 //   Q4_0, Q4_K_M, Q6_K, and tiny-moe Q4_K_M (routed experts: its expert tensors travel with their layer);
 // - on WebGPU (Dawn in Node, Chromium in the browser lane; SwiftShader is slow, so two kinds only):
 //   stories260K.bin and tiny-llama Q4_K_M.
-// Each case runs a 4-token prompt and greedy steps with the resident forward, then the same with a window
+// Each case runs a 4-token prompt and greedy steps (32 on the host; 4 on WebGPU, 2 for tiny-moe there:
+// SwiftShader is slow) with the resident forward, then the same with a window
 // of one slot (the budget of one layer plus one byte) and with half the layer bytes, comparing every
 // step's logits bit for bit, and asserting at every step that the provider's live bytes never exceed the
 // budget plus the fixed state (everything a resident forward holds besides its layer weights).
@@ -22,9 +23,9 @@ import { readModelFixture } from '../support/models.js';
 import { providerCases } from '../support/providers.js';
 
 const PROMPT = [1, 403, 407, 261];
-const HOST_STEPS = 8;
+const HOST_STEPS = 32;
 const WEBGPU_STEPS = 4;
-const MAX_SEQ = 32;
+const MAX_SEQ = 40;
 const MAX_BATCH = 4;
 const TIMEOUT = 300_000;
 
