@@ -97,7 +97,7 @@ it('bench:train — Trainer steps/s, tokens/s and memory per step, host vs WebGP
   const lines = rows.map((r) => [r.provider, hardwareColumn(r), String(r.seqLen), String(r.steps), r.stepsPerSecond.toFixed(2), r.tokensPerSecond.toFixed(1), (r.stateBytes / 1024).toFixed(0), r.rootsCreatedPerStep.toFixed(2), r.buffersCreatedPerStep.toFixed(2), r.submitsPerStep.toFixed(2), r.lossBefore.toFixed(4), r.lossAfter.toFixed(4), String(r.liveBytesAfterDispose)]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  const note = `full fine-tuning of stories260K with AdamW (lr ${OPTIMIZER.lr}, seed ${SEED}) on a ${tokens.length}-token text, windows of ${T} tokens; one submission per step (forward, loss, backward, AdamW); loss = mean cross-entropy of the text's first window before and after the timed steps; state = parameters, gradients, two moments and saved activations`;
+  const note = `full fine-tuning of stories260K with AdamW (lr ${OPTIMIZER.lr}, seed ${SEED}) on a ${tokens.length}-token text, windows of ${T} tokens; one compiled graph per step (forward, loss, backward, AdamW), submits/step as the runtime counts queue submissions; loss = mean cross-entropy of the text's first window before and after the timed steps; state = parameters, gradients, two moments and saved activations`;
   const software = rows.some((r) => r.softwareAdapter);
   console.log(['', 'training (Trainer, stories260K)', fmt(header), ...lines.map(fmt), '', `note: ${note}`, ...(software ? [`note: ${SOFTWARE_ADAPTER_NOTE}`] : [])].join('\n'));
   const fs = process.getBuiltinModule('node:fs');

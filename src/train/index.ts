@@ -8,8 +8,8 @@ export { IntoValueError, ValueHandle } from './retention.js';
 export type { IntoValueFailure, ValueKey } from './retention.js';
 // The explicit llama backward and trainer (issue 15, backward-ops part): LlamaGrad runs forward, loss and
 // backward of a llama2.c model as one compiled graph on any provider; it does not use the tape.
-export { ADAMW_DEFAULTS, LlamaGrad, llamaDims, parameterNames, parameterShape } from './llama-grad.js';
-export type { AdamWConfig, LlamaDims, LlamaGradOptions, TrainStepResult } from './llama-grad.js';
+export { ADAMW_DEFAULTS, LORA_TARGETS, LlamaGrad, llamaDims, loraNames, parameterNames, parameterShape } from './llama-grad.js';
+export type { AdamWConfig, LlamaDims, LlamaGradOptions, LoraConfig, TrainStepResult } from './llama-grad.js';
 export { adamwConfig } from './adamw.js';
 export { Trainer } from './trainer.js';
 export type { TrainProgress, TrainerOptions } from './trainer.js';

@@ -17,6 +17,12 @@
 // (ENODEV, reason `state-lost`). `dispose()` releases the group and the graph: after it the provider's
 // live bytes are back where they were before `create`. Thread: the runtime's.
 //
+// LoRA (`lora` option): every projection W of the attention and FFN (wq, wk, wv, wo, w1, w2, w3) gets
+// a low-rank pair A [rank, in], B [out, rank] with out = x · Wᵀ + (alpha / rank) · (x · Aᵀ) · Bᵀ; A starts
+// seeded uniform in ±1/sqrt(in), B at zero (so the adapted model starts as the base). Then only the
+// adapters are trainable: base weights are frozen (no gradients, no moments, no update), the backward
+// still carries the residual gradient through them.
+//
 // The G7 core (src/train tape, value handles, gradients bundle) is not used here: this is the explicit
 // backward the issue asks for beside it. Gradients are read through `gradient(name)` (a host copy).
 import { TenonError } from '../errors.js';
@@ -25,7 +31,7 @@ import { createAllocationGroup, fromArray, zeros } from '../storage/index.js';
 import type { AllocationGroup, DescriptorSlot, DType, Provider } from '../storage/index.js';
 import {
   ROPE_THETA, RMSNORM_EPS, add, addInplace, adamwStep, attention, attentionGradKV, attentionGradQ, checkTargets, crossEntropyGrad, embeddingGrad, gather, matmul, matmulNT,
-  matmulTNGrad, rmsnorm, rmsnormGradW, rmsnormGradX, rope, ropeGrad, siluMul, siluMulGrad,
+  matmulTNGrad, rmsnorm, rmsnormGradW, rmsnormGradX, rope, ropeGrad, scale, siluMul, siluMulGrad,
 } from '../submit/index.js';
 import type { CompiledGraph, DispatchSpec, GraphInput, Runtime, StepValues } from '../submit/index.js';
 
@@ -56,11 +62,22 @@ export interface AdamWConfig {
 
 export const ADAMW_DEFAULTS: AdamWConfig = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 };
 
+/** Low-rank adapters on the seven projections of every layer. */
+export interface LoraConfig {
+  readonly rank: number;
+  /** The adapter's output is scaled by alpha / rank. */
+  readonly alpha: number;
+  /** Seeds A's initial values. */
+  readonly seed: number;
+}
+
 export interface LlamaGradOptions {
   /** Tokens per window (T): inputs are tokens[0..T-1], targets tokens[1..T]. */
   readonly seqLen: number;
-  /** When given, every step ends with an AdamW update of every parameter. */
+  /** When given, every step ends with an AdamW update of every trainable parameter. */
   readonly optimizer?: AdamWConfig;
+  /** When given, the adapters are the only trainable parameters. */
+  readonly lora?: LoraConfig;
 }
 
 export interface TrainStepResult {
@@ -101,6 +118,45 @@ export function llamaDims(file: LlamaModelFile): LlamaDims {
   return { dim: c.dim, hidden: c.hiddenDim, layers: c.nLayers, heads: c.nHeads, kvHeads: c.nKvHeads, headDim: c.headSize, kvDim: c.kvDim, vocab: c.vocabSize, tied: file.sharedClassifier };
 }
 
+/** The projections that carry adapters. */
+export const LORA_TARGETS = ['wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3'] as const;
+
+/** Adapter names in a fixed order: `loraA:<target>.<layer>`, `loraB:<target>.<layer>`. */
+export function loraNames(d: LlamaDims): string[] {
+  const names: string[] = [];
+  for (let l = 0; l < d.layers; l++) for (const t of LORA_TARGETS) names.push(`loraA:${t}.${l}`, `loraB:${t}.${l}`);
+  return names;
+}
+
+/** Shape of an adapter: A [rank, in], B [out, rank] for its projection's [out, in]. */
+function loraShape(d: LlamaDims, name: string, rank: number): number[] {
+  const [kind, target] = name.split(':') as [string, string];
+  const [out, inp] = parameterShape(d, target);
+  return kind === 'loraA' ? [rank, inp!] : [out!, rank];
+}
+
+/** mulberry32 uniform numbers in [0, 1). */
+function uniform(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function checkLora(lora: LoraConfig | undefined, op: string): void {
+  if (lora === undefined) return;
+  const bad = (param: string): never => {
+    throw new TenonError('EINVAL', `lora.${param} is invalid`, { op, reason: 'bad-param', ids: { param: `lora.${param}` } });
+  };
+  if (!Number.isInteger(lora.rank) || lora.rank < 1) bad('rank');
+  if (typeof lora.alpha !== 'number' || !Number.isFinite(lora.alpha) || !(lora.alpha > 0)) bad('alpha');
+  if (!Number.isInteger(lora.seed)) bad('seed');
+}
+
 /** Every parameter name of the model in a fixed order: tokenEmbedding, per-layer `name.l`, rmsFinal, then wcls when untied. */
 export function parameterNames(d: LlamaDims): string[] {
   const names = ['tokenEmbedding'];
@@ -134,13 +190,15 @@ export class LlamaGrad {
   readonly dims: LlamaDims;
   readonly seqLen: number;
   readonly optimizer: AdamWConfig | undefined;
+  readonly lora: LoraConfig | undefined;
   #group: AllocationGroup | undefined;
   #lost = false;
   #graph: CompiledGraph;
   readonly #slots: ReadonlyMap<string, DescriptorSlot>;
   #steps = 0;
 
-  private constructor(runtime: Runtime, dims: LlamaDims, seqLen: number, optimizer: AdamWConfig | undefined, group: AllocationGroup, slots: Map<string, DescriptorSlot>, graph: CompiledGraph) {
+  private constructor(runtime: Runtime, dims: LlamaDims, seqLen: number, optimizer: AdamWConfig | undefined, lora: LoraConfig | undefined, group: AllocationGroup, slots: Map<string, DescriptorSlot>, graph: CompiledGraph) {
+    this.lora = lora;
     this.runtime = runtime;
     this.dims = dims;
     this.seqLen = seqLen;
@@ -160,7 +218,9 @@ export class LlamaGrad {
     if (!Number.isInteger(T) || T < 1 || T > file.config.seqLen) {
       throw new TenonError('EINVAL', `seqLen must be an integer in 1..${file.config.seqLen}`, { op: `${OP}.create`, reason: 'bad-param', ids: { param: 'seqLen' } });
     }
+    checkLora(options.lora, `${OP}.create`);
     const d = llamaDims(file);
+    const lora = options.lora;
     const provider = runtime.provider as Provider;
     const group = createAllocationGroup();
     const slots = new Map<string, DescriptorSlot>();
@@ -171,9 +231,25 @@ export class LlamaGrad {
         slots.set(name, group.insert(tensor).descriptor);
         shapes.set(name, { dtype, shape });
       };
-      for (const name of parameterNames(d)) {
-        const shape = parameterShape(d, name);
-        await put(name, 'f32', shape, initialValues(file, d, name));
+      for (const name of parameterNames(d)) await put(name, 'f32', parameterShape(d, name), initialValues(file, d, name));
+      if (lora !== undefined) {
+        const next = uniform(lora.seed);
+        for (const name of loraNames(d)) {
+          const shape = loraShape(d, name, lora.rank);
+          const init = new Float32Array(count(shape));
+          if (name.startsWith('loraA:')) {
+            const bound = 1 / Math.sqrt(shape[1]!);
+            for (let i = 0; i < init.length; i++) init[i] = (2 * next() - 1) * bound;
+          }
+          await put(name, 'f32', shape, init);
+        }
+        for (let l = 0; l < d.layers; l++) for (const t of LORA_TARGETS) await put(`loraU:${t}.${l}`, 'f32', [T, lora.rank]);
+        await put('loraRaw', 'f32', [T, lora.rank]);
+        await put('loraDu', 'f32', [T, lora.rank]);
+        for (const width of new Set([d.dim, d.kvDim, d.hidden])) await put(`loraOut.${width}`, 'f32', [T, width]);
+      }
+      for (const name of trainableNames(d, lora)) {
+        const shape = shapes.get(name)!.shape;
         await put(`grad:${name}`, 'f32', shape);
         if (options.optimizer !== undefined) {
           await put(`m:${name}`, 'f32', shape);
@@ -198,17 +274,23 @@ export class LlamaGrad {
       await put('stats', 'f32', [T, d.heads, 2]);
       const inputs: Record<string, GraphInput> = {};
       for (const [name, slot] of slots) inputs[name] = { slot, ...shapes.get(name)! };
-      const graph = runtime.compile({ name: `llama-grad T=${T}`, inputs, dispatches: stepDispatches(d, T, options.optimizer), outputs: [] });
-      return new LlamaGrad(runtime, d, T, options.optimizer, group, slots, graph);
+      const sizes = new Map([...shapes].map(([name, v]) => [name, count(v.shape)]));
+      const graph = runtime.compile({ name: `llama-grad T=${T}`, inputs, dispatches: stepDispatches(d, T, options.optimizer, lora, sizes), outputs: [] });
+      return new LlamaGrad(runtime, d, T, options.optimizer, lora, group, slots, graph);
     } catch (err) {
       group.dispose();
       throw err;
     }
   }
 
-  /** Parameter names in a fixed order. */
+  /** Every parameter name (base weights, then adapters when LoRA is on) in a fixed order. */
   get parameterNames(): string[] {
-    return parameterNames(this.dims);
+    return [...parameterNames(this.dims), ...(this.lora === undefined ? [] : loraNames(this.dims))];
+  }
+
+  /** The parameters that get gradients (and updates): the adapters with LoRA, else every base weight. */
+  get trainableNames(): string[] {
+    return trainableNames(this.dims, this.lora);
   }
 
   /** Steps run so far. */
@@ -260,9 +342,10 @@ export class LlamaGrad {
     return { loss: sum / T };
   }
 
-  /** A host copy of the gradient of `name` from the last step. */
+  /** A host copy of the gradient of trainable parameter `name` from the last step. */
   gradient(name: string): Promise<Float32Array> {
-    return this.#read(`grad:${this.#param(name)}`);
+    if (!this.trainableNames.includes(name)) throw new TenonError('EINVAL', `no trainable parameter ${name}`, { op: OP, reason: 'unknown-name' });
+    return this.#read(`grad:${name}`);
   }
 
   /** A host copy of parameter `name`. */
@@ -304,8 +387,13 @@ export class LlamaGrad {
   }
 }
 
+/** The parameters that get gradients: the adapters with LoRA, else the base weights. */
+function trainableNames(d: LlamaDims, lora: LoraConfig | undefined): string[] {
+  return lora === undefined ? parameterNames(d) : loraNames(d);
+}
+
 /** The step's dispatch list: forward, loss, backward in reverse, optional AdamW. */
-function stepDispatches(d: LlamaDims, T: number, optimizer: AdamWConfig | undefined): DispatchSpec<never>[] {
+function stepDispatches(d: LlamaDims, T: number, optimizer: AdamWConfig | undefined, lora: LoraConfig | undefined, sizes: ReadonlyMap<string, number>): DispatchSpec<never>[] {
   const list: DispatchSpec<never>[] = [];
   const run = <P>(kernel: DispatchSpec<P>['kernel'], bind: string[], params: DispatchSpec<P>['params']): void => {
     list.push({ kernel, bind, params } as unknown as DispatchSpec<never>);
@@ -315,12 +403,35 @@ function stepDispatches(d: LlamaDims, T: number, optimizer: AdamWConfig | undefi
   const cls = d.tied ? 'tokenEmbedding' : 'wcls';
   const ropeOf = (h: number) => ({ count: T, heads: h, headDim, pos0: 0, theta: ROPE_THETA });
   const attn = { count: T, heads, kvHeads, headDim };
-  /** out = x · Wᵀ. */
-  const linear = (x: string, w: string, out: string, n: number, k: number): void => run(matmulNT, [x, w, out], { m: T, n, k });
-  /** dx = dy · W (W [n, k], dy [T, n], dx [T, k]). */
-  const linearDx = (dy: string, w: string, dx: string, n: number, k: number): void => run(matmul, [dy, w, dx], { m: T, n: k, k: n });
-  /** dW = dyᵀ · x. */
-  const linearDw = (dy: string, x: string, dw: string, n: number, k: number, accumulate = false): void => run(matmulTNGrad, [dy, x, dw], { m: T, n, k, accumulate });
+  const frozen = lora !== undefined;
+  const adapted = (w: string): boolean => frozen && (LORA_TARGETS as readonly string[]).includes(w.split('.')[0]!);
+  const r = lora?.rank ?? 0;
+  const s = lora === undefined ? 0 : lora.alpha / lora.rank;
+  /** out = x · Wᵀ (+ s · (x · Aᵀ) · Bᵀ with the scaled x · Aᵀ kept as loraU for the backward). */
+  const linear = (x: string, w: string, out: string, n: number, k: number): void => {
+    run(matmulNT, [x, w, out], { m: T, n, k });
+    if (!adapted(w)) return;
+    run(matmulNT, [x, `loraA:${w}`, 'loraRaw'], { m: T, n: r, k });
+    run(scale, ['loraRaw', `loraU:${w}`], { n: T * r, s });
+    run(matmulNT, [`loraU:${w}`, `loraB:${w}`, `loraOut.${n}`], { m: T, n, k: r });
+    run(addInplace, [out, `loraOut.${n}`], { n: T * n });
+  };
+  /** dx = dy · W (W [n, k], dy [T, n], dx [T, k]), plus the adapter's part and its gradients. */
+  const linearDx = (dy: string, w: string, dx: string, n: number, k: number, x?: string): void => {
+    run(matmul, [dy, w, dx], { m: T, n: k, k: n });
+    if (!adapted(w)) return;
+    // dB = dyᵀ · u; du = s · dy · B; dA = duᵀ · x; dx += du · A.
+    run(matmulTNGrad, [dy, `loraU:${w}`, `grad:loraB:${w}`], { m: T, n, k: r, accumulate: false });
+    run(matmul, [dy, `loraB:${w}`, 'loraRaw'], { m: T, n: r, k: n });
+    run(scale, ['loraRaw', 'loraDu'], { n: T * r, s });
+    run(matmulTNGrad, ['loraDu', x!, `grad:loraA:${w}`], { m: T, n: r, k, accumulate: false });
+    run(matmul, ['loraDu', `loraA:${w}`, `loraOut.${k}`], { m: T, n: k, k: r });
+    run(addInplace, [dx, `loraOut.${k}`], { n: T * k });
+  };
+  /** dW = dyᵀ · x, for trainable base weights only. */
+  const linearDw = (dy: string, x: string, dw: string, n: number, k: number, accumulate = false): void => {
+    if (!frozen) run(matmulTNGrad, [dy, x, dw], { m: T, n, k, accumulate });
+  };
 
   // Forward.
   run(gather, ['ids', 'tokenEmbedding', 'x.0'], { count: T, vocab, dim });
@@ -350,43 +461,43 @@ function stepDispatches(d: LlamaDims, T: number, optimizer: AdamWConfig | undefi
   linearDx('dlogits', cls, 'dxb', vocab, dim);
   linearDw('dlogits', 'xbOut', `grad:${cls}`, vocab, dim);
   run(rmsnormGradX, [xL, 'rmsFinal', 'dxb', 'dx', 'rstd'], { rows: T, cols: dim, eps, accumulate: false });
-  run(rmsnormGradW, [xL, 'dxb', 'rstd', 'grad:rmsFinal'], { rows: T, cols: dim, accumulate: false });
+  if (!frozen) run(rmsnormGradW, [xL, 'dxb', 'rstd', 'grad:rmsFinal'], { rows: T, cols: dim, accumulate: false });
   for (let l = d.layers - 1; l >= 0; l--) {
     // FFN: x.(l+1) = xm.l + w2 · (silu(w1 · xbF) * (w3 · xbF)), xbF = rmsnorm(xm.l).
-    linearDx('dx', `w2.${l}`, 'dhg', dim, hidden);
+    linearDx('dx', `w2.${l}`, 'dhg', dim, hidden, `hg.${l}`);
     linearDw('dx', `hg.${l}`, `grad:w2.${l}`, dim, hidden);
     run(siluMulGrad, [`h1.${l}`, `h3.${l}`, 'dhg', 'dh1', 'dh3'], { n: T * hidden });
-    linearDx('dh1', `w1.${l}`, 'dxb', hidden, dim);
-    linearDx('dh3', `w3.${l}`, 'dxb2', hidden, dim);
+    linearDx('dh1', `w1.${l}`, 'dxb', hidden, dim, `xbF.${l}`);
+    linearDx('dh3', `w3.${l}`, 'dxb2', hidden, dim, `xbF.${l}`);
     run(addInplace, ['dxb', 'dxb2'], { n: T * dim });
     linearDw('dh1', `xbF.${l}`, `grad:w1.${l}`, hidden, dim);
     linearDw('dh3', `xbF.${l}`, `grad:w3.${l}`, hidden, dim);
     run(rmsnormGradX, [`xm.${l}`, `rmsFfn.${l}`, 'dxb', 'dx', 'rstd'], { rows: T, cols: dim, eps, accumulate: true });
-    run(rmsnormGradW, [`xm.${l}`, 'dxb', 'rstd', `grad:rmsFfn.${l}`], { rows: T, cols: dim, accumulate: false });
+    if (!frozen) run(rmsnormGradW, [`xm.${l}`, 'dxb', 'rstd', `grad:rmsFfn.${l}`], { rows: T, cols: dim, accumulate: false });
     // Attention: xm.l = x.l + wo · attention(rope(wq · xbA), rope(wk · xbA), wv · xbA), xbA = rmsnorm(x.l).
-    linearDx('dx', `wo.${l}`, 'datt', dim, dim);
+    linearDx('dx', `wo.${l}`, 'datt', dim, dim, `att.${l}`);
     linearDw('dx', `att.${l}`, `grad:wo.${l}`, dim, dim);
     run(attentionGradQ, [`q.${l}`, `k.${l}`, `v.${l}`, `att.${l}`, 'datt', 'dq', 'stats'], attn);
     run(attentionGradKV, [`q.${l}`, `k.${l}`, `v.${l}`, 'datt', 'stats', 'dk', 'dv'], attn);
     run(ropeGrad, ['dq'], ropeOf(heads));
     run(ropeGrad, ['dk'], ropeOf(kvHeads));
-    linearDx('dq', `wq.${l}`, 'dxb', dim, dim);
-    linearDx('dk', `wk.${l}`, 'dxb2', kvDim, dim);
+    linearDx('dq', `wq.${l}`, 'dxb', dim, dim, `xbA.${l}`);
+    linearDx('dk', `wk.${l}`, 'dxb2', kvDim, dim, `xbA.${l}`);
     run(addInplace, ['dxb', 'dxb2'], { n: T * dim });
-    linearDx('dv', `wv.${l}`, 'dxb2', kvDim, dim);
+    linearDx('dv', `wv.${l}`, 'dxb2', kvDim, dim, `xbA.${l}`);
     run(addInplace, ['dxb', 'dxb2'], { n: T * dim });
     linearDw('dq', `xbA.${l}`, `grad:wq.${l}`, dim, dim);
     linearDw('dk', `xbA.${l}`, `grad:wk.${l}`, kvDim, dim);
     linearDw('dv', `xbA.${l}`, `grad:wv.${l}`, kvDim, dim);
     run(rmsnormGradX, [`x.${l}`, `rmsAtt.${l}`, 'dxb', 'dx', 'rstd'], { rows: T, cols: dim, eps, accumulate: true });
-    run(rmsnormGradW, [`x.${l}`, 'dxb', 'rstd', `grad:rmsAtt.${l}`], { rows: T, cols: dim, accumulate: false });
+    if (!frozen) run(rmsnormGradW, [`x.${l}`, 'dxb', 'rstd', `grad:rmsAtt.${l}`], { rows: T, cols: dim, accumulate: false });
   }
   // The embedding: its rows' gradients, added to the classifier's part when tied.
-  run(embeddingGrad, ['ids', 'dx', 'grad:tokenEmbedding'], { count: T, vocab, dim, accumulate: d.tied });
+  if (!frozen) run(embeddingGrad, ['ids', 'dx', 'grad:tokenEmbedding'], { count: T, vocab, dim, accumulate: d.tied });
 
   if (optimizer !== undefined) {
-    for (const name of parameterNames(d)) {
-      const n = count(parameterShape(d, name));
+    for (const name of trainableNames(d, lora)) {
+      const n = sizes.get(name)!;
       run(adamwStep, [name, `grad:${name}`, `m:${name}`, `v:${name}`], (s: StepValues) => ({
         n, lr: s['lr'] ?? optimizer.lr, beta1: optimizer.beta1, beta2: optimizer.beta2, eps: optimizer.eps, weightDecay: optimizer.weightDecay, step: s['step'] ?? 1,
       }));

@@ -1,5 +1,6 @@
-// Trainer: full fine-tuning of a llama2.c model (stories260K and other small models) with AdamW, on any
-// provider, independent of sessions. It owns one LlamaGrad built with an optimizer, so every step is one
+// Trainer: fine-tuning of a llama2.c model (stories260K and other small models) with AdamW, on any
+// provider, independent of sessions: every weight (the default), or LoRA adapters on the attention and FFN
+// projections with the base frozen (`lora`). It owns one LlamaGrad built with an optimizer, so every step is one
 // submission of one compiled graph: forward, loss, backward, and the AdamW update of every parameter.
 //
 // Determinism: the only randomness is the choice of training windows, drawn from a mulberry32 stream
@@ -15,7 +16,7 @@ import type { LlamaModelFile } from '../model/index.js';
 import type { Runtime } from '../submit/index.js';
 import { adamwConfig } from './adamw.js';
 import { LlamaGrad } from './llama-grad.js';
-import type { AdamWConfig } from './llama-grad.js';
+import type { AdamWConfig, LoraConfig } from './llama-grad.js';
 
 const OP = 'train.Trainer';
 
@@ -26,6 +27,8 @@ export interface TrainerOptions {
   readonly seed: number;
   /** AdamW settings over ADAMW_DEFAULTS. */
   readonly optimizer?: Partial<AdamWConfig>;
+  /** Train low-rank adapters on the seven projections of every layer instead of every weight. */
+  readonly lora?: LoraConfig;
 }
 
 /** What `train` reports after each step. */
@@ -63,7 +66,7 @@ export class Trainer {
   static async create(runtime: Runtime, file: LlamaModelFile, options: TrainerOptions): Promise<Trainer> {
     if (!Number.isInteger(options?.seed)) throw new TenonError('EINVAL', 'seed must be an integer', { op: `${OP}.create`, reason: 'bad-param', ids: { param: 'seed' } });
     const optimizer = adamwConfig(options.optimizer, `${OP}.create`);
-    const grad = await LlamaGrad.create(runtime, file, { seqLen: options.seqLen, optimizer });
+    const grad = await LlamaGrad.create(runtime, file, { seqLen: options.seqLen, optimizer, ...(options.lora === undefined ? {} : { lora: options.lora }) });
     return new Trainer(grad, optimizer, options.seed);
   }
 
