@@ -56,6 +56,11 @@ for (const pc of providerCases()) {
       expect(allocations(provider.ledgerSince(mark))).toEqual(times(3, `operation-output:root:${BYTES}`));
       expect(copies(provider.ledgerSince(mark))).toEqual([]);
       expect(tape.retainedValues).toBe(5);
+      // A refused op records nothing and allocates nothing.
+      const nodes = tape.nodeCount;
+      await expectCodeAsync(() => tape.matmul(a, b), 'EINVAL', 'not-a-matrix');
+      expect(tape.nodeCount).toBe(nodes);
+      expect(provider.ledgerSince(mark)).toHaveLength(3);
       // s is needed by mul: dropping the caller's handle keeps it; p is needed by nobody: dropping frees it.
       s.dispose();
       expect(tape.retainedValues).toBe(5);
