@@ -112,4 +112,24 @@ describe.skipIf(!present)('partitioned sessions in Web Workers', () => {
     await s.rollback(cp);
     expect(await s.inspect()).toEqual(atCp);
   }, TIMEOUT);
+
+  it('[TS-dist-device-pipeline] a WebGPU rank and a host rank in one pipeline (either order) give the greedy ids of one host rank', async () => {
+    const single = await LlamaForward.create(createRuntime(createHostProvider()), model!, { maxSeq: 32, maxBatch: 8, decode: 'plain' });
+    const want: number[] = [(await single.run(PROMPT, 0)).argmax];
+    for (let i = 1; i < 3; i++) want.push((await single.run([want[i - 1]!], PROMPT.length + i - 1)).argmax);
+    single.dispose();
+    for (const devices of [['webgpu', 'host'], ['host', 'webgpu']] as const) {
+      const s = await PartitionedSession.create(weights!, PIPELINE, { maxSeq: 32, maxBatch: 8, identity: 'stories260K', spawn: defaultRankSpawner(), devices });
+      open.push(s);
+      const ids = [(await s.step(PROMPT)).argmax];
+      for (let i = 1; i < 3; i++) ids.push((await s.step([ids[i - 1]!])).argmax);
+      expect(ids).toEqual(want);
+      const states = await s.inspect();
+      expect(states.map((x) => x.length)).toEqual([7, 7]);
+      // The WebGPU rank really submitted to its queue (one submission per step at least); the host rank none.
+      const counters = await s.counters();
+      expect(counters.map((c) => c.gpuSubmits > 0)).toEqual(devices.map((d) => d === 'webgpu'));
+      await expectCodeAsync(() => s.rankShard(devices.indexOf('webgpu')), 'ENOTSUP', 'device-rank-cache');
+    }
+  }, 240_000);
 });

@@ -31,7 +31,7 @@ import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
 import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, controlWords, phaseIndex, rankBase } from './protocol.js';
-import type { RankCounters, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
+import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
 
@@ -56,6 +56,8 @@ export interface PartitionedSessionOptions {
   readonly spawn: RankSpawner;
   /** Host kernels of every rank (default 'auto': WebAssembly SIMD where available). */
   readonly hostKernels?: HostKernelChoice;
+  /** Where each rank computes (default: every rank on the host). WebGPU ranks take pipeline partitions only. */
+  readonly devices?: readonly RankDevice[];
   /** Refused on partitioned sessions (TS-dist-capture-local). */
   readonly observe?: unknown;
 }
@@ -191,6 +193,13 @@ export class PartitionedSession {
       throw new TenonError('EINVAL', `maxSeq ${maxSeq} / maxBatch ${maxBatch} out of range`, { op: OP, reason: 'bad-size' });
     }
     const n = checked.plans.length;
+    const devices = options.devices ?? checked.plans.map((): RankDevice => 'host');
+    if (devices.length !== n || !devices.every((d) => d === 'host' || d === 'webgpu')) {
+      throw new TenonError('EINVAL', 'devices must name host or webgpu for every rank', { op: OP, reason: 'bad-devices' });
+    }
+    if (partition.kind !== 'pipeline' && devices.includes('webgpu')) {
+      throw new TenonError('ENOTSUP', 'WebGPU ranks take pipeline partitions only', { op: OP, reason: 'device-rank-tensor' });
+    }
     const serial = ++sessionSerial;
     const manifest = communicationManifest(checked, maxBatch);
     const ringBytes = nextPow2(2 * (maxBatch * weights.config.dim * F32_BYTES + RING_SLACK_BYTES));
@@ -222,6 +231,7 @@ export class PartitionedSession {
             identity: options.identity,
             topology: checked.topology,
             kernels: options.hostKernels ?? 'auto',
+            device: devices[r]!,
           };
           const transfer = [w.embedding, w.outputNorm, w.classifier, ...w.layers.flatMap((L) => Object.values(L) as Float32Array[])]
             .map((a) => a.buffer as ArrayBuffer)
@@ -229,6 +239,11 @@ export class PartitionedSession {
           return new Promise<void>((ready, failed) => {
             let done = false;
             handles[r]!.onMessage((m) => {
+              if (m.t === 'init-failed') {
+                done = true;
+                failed(new TenonError(m.error.code as TenonError['code'], m.error.message, { op: OP, reason: m.error.reason, ids: { rank: r } }));
+                return;
+              }
               if (m.t === 'ready') {
                 done = true;
                 handles[r]!.watchLoss(started[r]!.lock, () => session.#lost(r));

@@ -94,7 +94,11 @@ export interface RankInit {
   readonly topology: string;
   /** Which host kernels the rank runs (a runtime's `hostKernels` choice). */
   readonly kernels: HostKernelChoice;
+  /** Where the rank computes: the host (RankForward) or a WebGPU provider of its own (DeviceRankForward). */
+  readonly device: RankDevice;
 }
+
+export type RankDevice = 'host' | 'webgpu';
 
 /** What a rank reports of its own state (inspection, tests). */
 export interface RankState {
@@ -115,6 +119,8 @@ export interface RankCounters {
   /** Dispatches that ran a WebAssembly kernel / a scalar twin. */
   readonly wasmDispatches: number;
   readonly scalarDispatches: number;
+  /** WebGPU ranks: queue submissions made (0 on host ranks). */
+  readonly gpuSubmits: number;
 }
 
 /** A cache shard header (JSON, before the KV rows). */
@@ -154,6 +160,7 @@ export interface WireError {
 
 export type RankReply =
   | { readonly t: 'ready'; readonly rank: number }
+  | { readonly t: 'init-failed'; readonly rank: number; readonly error: WireError }
   | { readonly t: 'reply'; readonly req: number; readonly ok: true; readonly value: unknown }
   | { readonly t: 'reply'; readonly req: number; readonly ok: false; readonly error: WireError };
 

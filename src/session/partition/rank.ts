@@ -8,6 +8,7 @@
 // Thread: the rank's worker.
 import { TenonError, isTenonError } from '../../errors.js';
 import { RING_WORD, RingReader, RingWriter } from '../../dataplane/index.js';
+import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
 import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase } from './protocol.js';
@@ -38,7 +39,7 @@ function wire(err: unknown): WireError {
 
 export class Rank implements RankLinks {
   readonly #init: RankInit;
-  readonly #forward: RankForward;
+  readonly #forward: RankForward | DeviceRankForward;
   readonly #ctrl: Int32Array;
   readonly #base: number;
   readonly #logits: Float32Array;
@@ -58,9 +59,14 @@ export class Rank implements RankLinks {
   #pendingRestore: { id: number | 'reset'; length: number; epoch: number } | undefined;
   #pendingShard: { header: ShardHeader; rows: Float32Array } | undefined;
 
-  constructor(init: RankInit) {
+  static async create(init: RankInit): Promise<Rank> {
+    const forward = init.device === 'webgpu' ? await DeviceRankForward.create(init.weights, init.maxSeq, init.maxBatch) : new RankForward(init.weights, init.maxSeq, init.maxBatch, init.kernels);
+    return new Rank(init, forward);
+  }
+
+  private constructor(init: RankInit, forward: RankForward | DeviceRankForward) {
     this.#init = init;
-    this.#forward = new RankForward(init.weights, init.maxSeq, init.maxBatch, init.kernels);
+    this.#forward = forward;
     this.#ctrl = new Int32Array(init.control);
     this.#base = rankBase(init.maxBatch, init.rank);
     this.#logits = new Float32Array(init.logits);
@@ -195,7 +201,13 @@ export class Rank implements RankLinks {
     Atomics.store(this.#ctrl, this.#base + RANK_WORD.LENGTH, length);
   }
 
-  #step(): void {
+  /** The host forward, for cache-state operations (WebGPU ranks keep no shards: ENOTSUP). */
+  #hostForward(op: string): RankForward {
+    if (this.#forward instanceof RankForward) return this.#forward;
+    throw new TenonError('ENOTSUP', 'cache shards are kept by host ranks only', { op, reason: 'device-rank-cache' });
+  }
+
+  async #step(): Promise<void> {
     const c = this.#ctrl;
     const epoch = Atomics.load(c, CTRL.CMD_EPOCH);
     const pos = Atomics.load(c, CTRL.CMD_POS);
@@ -203,8 +215,8 @@ export class Rank implements RankLinks {
     const tokens: number[] = [];
     for (let i = 0; i < count; i++) tokens.push(Atomics.load(c, CTRL.TOKENS + i));
     const cp = { length: this.#length, epoch: this.#epoch };
-    const restore = (): void => {
-      if (this.stateful) this.#forward.clearFrom(cp.length);
+    const restore = async (): Promise<void> => {
+      if (this.stateful) await this.#forward.clearFrom(cp.length);
       this.#setLength(cp.length, cp.epoch);
     };
     try {
@@ -216,7 +228,7 @@ export class Rank implements RankLinks {
       let ok = true;
       const t0 = performance.now();
       try {
-        this.#forward.run(tokens, pos, this, this.#logits);
+        await this.#forward.run(tokens, pos, this, this.#logits);
       } catch (err) {
         if (err instanceof Fenced) throw err;
         ok = false;
@@ -229,10 +241,10 @@ export class Rank implements RankLinks {
       if (verdict === 'proceed') this.#setLength(cp.length + count, epoch);
       this.#park('complete');
       this.#vote('complete', epoch, verdict === 'proceed' ? !this.#fails('complete') : 'refused');
-      if (this.#decision('complete', epoch) !== 'proceed') restore();
+      if (this.#decision('complete', epoch) !== 'proceed') await restore();
     } catch (err) {
       if (!(err instanceof Fenced)) throw err;
-      restore();
+      await restore();
     } finally {
       this.#faults = {};
     }
@@ -246,7 +258,7 @@ export class Rank implements RankLinks {
       const seq = Atomics.load(c, CTRL.CMD_SEQ);
       if (seq !== this.#seenCmd) {
         this.#seenCmd = seq;
-        if (Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced()) this.#step();
+        if (Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced()) await this.#step();
         continue;
       }
       if (this.#fenced()) return;
@@ -263,6 +275,7 @@ export class Rank implements RankLinks {
 
   async #digest(): Promise<string> {
     if (!this.stateful) return '';
+    if (this.#forward instanceof DeviceRankForward) return sha256Hex(await this.#forward.kvBytes());
     const f = this.#forward;
     const all = new Uint8Array(2 * f.kCache.length * f.maxSeq * f.kvWidth * F32_BYTES);
     let at = 0;
@@ -277,7 +290,7 @@ export class Rank implements RankLinks {
 
   #exportShard(): Uint8Array {
     this.#needsState('partition.cache.save');
-    const f = this.#forward;
+    const f = this.#hostForward('partition.cache.save');
     const p = this.#init.weights.plan;
     const header: ShardHeader = {
       rank: this.#init.rank,
@@ -322,13 +335,13 @@ export class Rank implements RankLinks {
     const jsonLength = view.getUint32(0, true);
     const headBytes = HEADER_LENGTH_BYTES + Math.ceil(jsonLength / F32_BYTES) * F32_BYTES;
     if (headBytes > shard.byteLength) bad('shard-malformed', 'shard header overruns the shard');
+    const f = this.#hostForward(op);
     let header: ShardHeader;
     try {
       header = JSON.parse(new TextDecoder().decode(shard.subarray(HEADER_LENGTH_BYTES, HEADER_LENGTH_BYTES + jsonLength))) as ShardHeader;
     } catch {
       return bad('shard-malformed', 'shard header is not JSON');
     }
-    const f = this.#forward;
     const p = this.#init.weights.plan;
     if (header.topology !== this.#init.topology) bad('topology-mismatch', 'shard belongs to another topology');
     if (header.identity !== this.#init.identity) bad('identity-mismatch', 'shard belongs to another model');
@@ -347,7 +360,7 @@ export class Rank implements RankLinks {
     const pending = this.#pendingShard;
     if (pending === undefined) throw new TenonError('EINVAL', 'no validated shard to install', { op: 'partition.cache.load', reason: 'not-validated' });
     this.#pendingShard = undefined;
-    const f = this.#forward;
+    const f = this.#hostForward('partition.cache.load');
     const rowFloats = pending.header.length * f.kvWidth;
     f.clearFrom(0);
     let at = 0;
@@ -378,13 +391,14 @@ export class Rank implements RankLinks {
         return state;
       }
       case 'counters': {
-        const k = this.#forward.kernelStats();
+        const k = this.#forward instanceof RankForward ? this.#forward.kernelStats() : { wasmDispatches: 0, scalarDispatches: 0 };
         const counters: RankCounters = {
           exchanges: this.#exchanges,
           exchangeMicros: this.#exchangeMicros,
           forwardMicros: this.#forwardMicros,
           wasmDispatches: k.wasmDispatches,
           scalarDispatches: k.scalarDispatches,
+          gpuSubmits: this.#forward instanceof DeviceRankForward ? this.#forward.gpuSubmits() : 0,
         };
         return counters;
       }
@@ -418,7 +432,7 @@ export class Rank implements RankLinks {
         const p = this.#pendingRestore;
         if (p === undefined || p.id !== m.id) throw new TenonError('EINVAL', 'restore not prepared', { op: 'partition.rollback', reason: 'not-prepared' });
         this.#pendingRestore = undefined;
-        if (this.stateful) this.#forward.clearFrom(p.length);
+        if (this.stateful) await this.#forward.clearFrom(p.length);
         this.#setLength(p.length, p.epoch);
         for (const [id, cp] of this.#checkpoints) if (cp.length > p.length || p.id === 'reset') this.#checkpoints.delete(id);
         return undefined;
@@ -447,12 +461,15 @@ export function startRank(port: RankPort, holdLock?: (name: string) => Promise<v
   let rank: Rank | undefined;
   port.onMessage((m) => {
     if (m.t === 'init') {
-      rank = new Rank(m);
-      const ready = m.lock !== undefined && holdLock !== undefined ? holdLock(m.lock) : Promise.resolve();
-      void ready.then(() => {
-        port.post({ t: 'ready', rank: m.rank });
-        void rank!.serve();
-      });
+      void Rank.create(m).then(
+        async (created) => {
+          rank = created;
+          if (m.lock !== undefined && holdLock !== undefined) await holdLock(m.lock);
+          port.post({ t: 'ready', rank: m.rank });
+          void created.serve();
+        },
+        (err: unknown) => port.post({ t: 'init-failed', rank: m.rank, error: wire(err) }),
+      );
       return;
     }
     const r = rank;
