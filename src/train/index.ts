@@ -13,3 +13,5 @@ export type { AdamWConfig, LlamaDims, LlamaGradOptions, LoraConfig, TrainStepRes
 export { adamwConfig } from './adamw.js';
 export { Trainer } from './trainer.js';
 export type { TrainProgress, TrainerOptions } from './trainer.js';
+export { ADAPTER_FORMAT, ADAPTER_MAGIC, ADAPTER_SCHEMA, decodeAdapters, encodeAdapters } from './trainer-adapters.js';
+export type { AdapterExpectation, AdapterManifest } from './trainer-adapters.js';

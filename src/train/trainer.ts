@@ -13,9 +13,12 @@
 // the state (see LlamaGrad) and the trainer refuses further steps. Thread: the runtime's.
 import { TenonError } from '../errors.js';
 import type { LlamaModelFile } from '../model/index.js';
+import type { Session as PlaneSession } from '../dataplane/index.js';
 import type { Runtime } from '../submit/index.js';
 import { adamwConfig } from './adamw.js';
-import { LlamaGrad } from './llama-grad.js';
+import { LlamaGrad, loraNames } from './llama-grad.js';
+import { decodeAdapters, encodeAdapters, fetchAdapters, publishAdapters } from './trainer-adapters.js';
+import type { AdapterManifest } from './trainer-adapters.js';
 import type { AdamWConfig, LoraConfig } from './llama-grad.js';
 
 const OP = 'train.Trainer';
@@ -101,6 +104,47 @@ export class Trainer {
       onStep?.({ step: this.steps, loss });
     }
     return losses;
+  }
+
+  /** The adapter tensors (names and shapes) in blob order; ENOTSUP without LoRA. */
+  async #adapterLayout(op: string): Promise<{ rank: number; alpha: number; tensors: { name: string; shape: number[] }[] }> {
+    const lora = this.grad.lora;
+    if (lora === undefined) throw new TenonError('ENOTSUP', 'this trainer has no adapters (create it with `lora`)', { op, reason: 'no-adapters' });
+    const tensors: { name: string; shape: number[] }[] = [];
+    for (const name of loraNames(this.grad.dims)) {
+      const length = (await this.grad.parameter(name)).length;
+      const isA = name.startsWith('loraA:');
+      tensors.push({ name, shape: isA ? [lora.rank, length / lora.rank] : [length / lora.rank, lora.rank] });
+    }
+    return { rank: lora.rank, alpha: lora.alpha, tensors };
+  }
+
+  /**
+   * Saves the adapters to `path` of a data-plane session as one blob naming `baseModelId` (the base
+   * model's identity().modelId), published all-or-nothing (trainer-adapters.ts). ENOTSUP without LoRA.
+   */
+  async saveAdapters(store: PlaneSession, path: string, options: { readonly baseModelId: string }): Promise<AdapterManifest> {
+    const op = `${OP}.saveAdapters`;
+    const layout = await this.#adapterLayout(op);
+    const values: Float32Array[] = [];
+    for (const t of layout.tensors) values.push(await this.grad.parameter(t.name));
+    const manifest: AdapterManifest = { schema: 1, baseModelId: options.baseModelId, rank: layout.rank, alpha: layout.alpha, steps: this.steps, tensors: layout.tensors };
+    await publishAdapters(store, path, await encodeAdapters(manifest, values));
+    return manifest;
+  }
+
+  /**
+   * Loads adapters saved for the same base model (`baseModelId`), rank and layers into this trainer.
+   * Every check (digest, format, identity: ESTALE `wrong-model`, layout: EINVAL `layout-mismatch`) runs
+   * before any value is written; a refused load changes nothing. Moments and the step count stay as they are.
+   */
+  async loadAdapters(store: PlaneSession, path: string, options: { readonly baseModelId: string }): Promise<AdapterManifest> {
+    const op = `${OP}.loadAdapters`;
+    const layout = await this.#adapterLayout(op);
+    const bytes = await fetchAdapters(store, path);
+    const { manifest, values } = await decodeAdapters(bytes, { baseModelId: options.baseModelId, rank: layout.rank, tensors: layout.tensors }, op);
+    for (const [i, t] of layout.tensors.entries()) await this.grad.setParameter(t.name, values[i]!);
+    return manifest;
   }
 
   /** A host copy of parameter `name` (the fine-tuned weights). */
