@@ -41,6 +41,10 @@ interface Row extends HardwareLabel {
   readonly bytesUploadedPerToken: number;
   readonly uploadMsPerToken: number;
   readonly uploadHiddenFraction: number;
+  /** Expert cache rows: misses and hits per token, and expert bytes fetched per token. */
+  readonly expertMissesPerToken?: number;
+  readonly expertHitsPerToken?: number;
+  readonly expertBytesPerToken?: number;
 }
 
 interface Side {
@@ -61,6 +65,18 @@ async function decodeRound(forward: LlamaForward, steps: number): Promise<{ ms: 
   return { ms: performance.now() - started, ids };
 }
 
+/** The budget of one layer slot plus `experts` cache slots per layer (the numbers of a refused 1-byte budget). */
+async function expertBudget(runtime: ReturnType<typeof createRuntime>, model: LoadedModel, options: object, experts: number): Promise<number> {
+  try {
+    (await LlamaForward.create(runtime, model, { ...options, residency: { kind: 'bounded', bytes: 1, experts } })).dispose();
+  } catch (err) {
+    const ids = (err as { ids?: { largestLayer?: number; expertCache?: number } }).ids;
+    if (ids?.largestLayer !== undefined && ids.expertCache !== undefined) return ids.largestLayer + ids.expertCache;
+    throw err;
+  }
+  throw new Error('a 1-byte budget was accepted');
+}
+
 async function measure(name: string, model: LoadedModel, provider: HostProvider | WebGPUProvider, where: Where, steps: number): Promise<Row[]> {
   const runtime = createRuntime(provider);
   const options = { maxSeq: MAX_SEQ, maxBatch: PROMPT.length, decode: 'plain' as const };
@@ -72,12 +88,21 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
     (err: { ids?: { largestLayer?: number } }) => err.ids?.largestLayer ?? largest,
   );
   const layers = model.config.layers;
-  const policies: [string, ResidencyPolicy][] = [
-    ['resident', { kind: 'resident' }],
-    ['bounded: every layer', { kind: 'bounded', bytes: slot * layers }],
-    ['bounded: half', { kind: 'bounded', bytes: slot * Math.max(1, Math.floor(layers / 2)) }],
-    ['bounded: one layer', { kind: 'bounded', bytes: slot }],
-  ];
+  const routed = model.architecture.ffn === 'routed';
+  const experts = model.config.experts;
+  const policies: [string, ResidencyPolicy][] = routed
+    ? [
+        ['resident', { kind: 'resident' }],
+        ['bounded: one layer, experts in the window', { kind: 'bounded', bytes: slot }],
+        [`bounded: one layer, expert cache ${experts}`, { kind: 'bounded', bytes: await expertBudget(runtime, model, options, experts), experts }],
+        ['bounded: one layer, expert cache 1', { kind: 'bounded', bytes: await expertBudget(runtime, model, options, 1), experts: 1 }],
+      ]
+    : [
+        ['resident', { kind: 'resident' }],
+        ['bounded: every layer', { kind: 'bounded', bytes: slot * layers }],
+        ['bounded: half', { kind: 'bounded', bytes: slot * Math.max(1, Math.floor(layers / 2)) }],
+        ['bounded: one layer', { kind: 'bounded', bytes: slot }],
+      ];
   const sides: Side[] = [{ label: 'resident', forward: resident, times: [], ids: undefined }];
   for (const [label, policy] of policies.slice(1)) sides.push({ label, forward: await LlamaForward.create(runtime, model, { ...options, residency: policy }), times: [], ids: undefined });
   const before = new Map(sides.map((s) => [s, s.forward.residency()]));
@@ -108,6 +133,13 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
       bytesUploadedPerToken: tokens === 0 ? 0 : (r.bytesUploaded - b.bytesUploaded) / tokens,
       uploadMsPerToken: tokens === 0 ? 0 : upload / tokens,
       uploadHiddenFraction: 0,
+      ...(r.experts === undefined || tokens === 0
+        ? {}
+        : {
+            expertMissesPerToken: (r.experts.misses - (b.experts?.misses ?? 0)) / tokens,
+            expertHitsPerToken: (r.experts.hits - (b.experts?.hits ?? 0)) / tokens,
+            expertBytesPerToken: (r.experts.bytesFetched - (b.experts?.bytesFetched ?? 0)) / tokens,
+          }),
       ...label,
     };
   });
@@ -120,10 +152,12 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
   const stories = await readModelFixture('stories260K.bin');
   const tok = await readModelFixture('tok512.bin');
   const q4 = await readGgufFixture('tiny-llama-Q4_K_M.gguf');
-  if (stories === undefined || tok === undefined || q4 === undefined) throw new Error('the residency benchmark needs ../shared/models (stories260K.bin, tok512.bin, gguf/tiny-llama-Q4_K_M.gguf.gz)');
+  const moe = await readGgufFixture('tiny-moe-Q4_K_M.gguf');
+  if (stories === undefined || tok === undefined || q4 === undefined || moe === undefined) throw new Error('the residency benchmark needs ../shared/models (stories260K.bin, tok512.bin, gguf/tiny-llama-Q4_K_M.gguf.gz)');
   const models: [string, () => Promise<LoadedModel>][] = [
     ['stories260K.bin (F32)', () => loadModel(stories, { tokenizer: tok })],
     ['tiny-llama-Q4_K_M.gguf', () => loadModel(q4)],
+    ['tiny-moe-Q4_K_M.gguf', () => loadModel(moe)],
   ];
   Object.assign(globalThis, globals);
   dawn ??= create([]);
@@ -134,12 +168,25 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
     rows.push(...(await measure(name, await load(), createHostProvider(), 'host', HOST_STEPS)));
     rows.push(...(await measure(name, await load(), gpu, adapter, DAWN_STEPS)));
   }
-  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'upload KiB/tok', 'upload ms/tok', 'hidden'];
-  const lines = rows.map((r) => [r.model, hardwareColumn(r), r.policy, String(r.slots), (r.windowBytes / 1024).toFixed(0), String(r.submissionsPerStep), r.tokensPerSecond.toFixed(1), (r.bytesUploadedPerToken / 1024).toFixed(1), r.uploadMsPerToken.toFixed(3), `${(r.uploadHiddenFraction * 100).toFixed(0)}%`]);
+  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'upload KiB/tok', 'upload ms/tok', 'hidden', 'expert miss/hit per tok', 'expert KiB/tok'];
+  const lines = rows.map((r) => [
+    r.model,
+    hardwareColumn(r),
+    r.policy,
+    String(r.slots),
+    (r.windowBytes / 1024).toFixed(0),
+    String(r.submissionsPerStep),
+    r.tokensPerSecond.toFixed(1),
+    (r.bytesUploadedPerToken / 1024).toFixed(1),
+    r.uploadMsPerToken.toFixed(3),
+    `${(r.uploadHiddenFraction * 100).toFixed(0)}%`,
+    r.expertMissesPerToken === undefined ? '' : `${r.expertMissesPerToken.toFixed(2)}/${r.expertHitsPerToken!.toFixed(2)}`,
+    r.expertBytesPerToken === undefined ? '' : (r.expertBytesPerToken / 1024).toFixed(1),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   const note =
-    'bounded windows upload each layer into its slot between submissions, after the previous submission is proven complete: no upload is hidden behind compute (TS-residency-overlap deferred). A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory; a smaller window uploads every layer\'s bytes each token and adds one submission and proof per window per step. For these tiny models the upload is well under a millisecond per token, so on a loaded 2-core machine the tokens/s differences sit within the run-to-run noise; the bytes-per-token column is what grows with a real model (the whole layer weight per token once the window is smaller than the model). Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M).';
+    'bounded windows upload each layer into its slot between submissions, after the previous submission is proven complete: no upload is hidden behind compute (TS-residency-overlap deferred). A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory; a smaller window uploads every layer\'s bytes each token and adds one submission and proof per window per step. For these tiny models the upload is well under a millisecond per token, so on a loaded 2-core machine the tokens/s differences sit within the run-to-run noise; the bytes-per-token column is what grows with a real model (the whole layer weight per token once the window is smaller than the model). Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M). Expert caches add, per routed layer and step, one readback of the routed ids and two more submissions (more rounds when the cache is smaller than the distinct experts picked).';
   console.log(['', 'layer residency (greedy decode, median of rounds)', fmt(header), ...lines.map(fmt), '', `note: ${note}`, ...(rows.some((r) => r.softwareAdapter) ? [`note: ${SOFTWARE_ADAPTER_NOTE}`] : [])].join('\n'));
   const fs = process.getBuiltinModule('node:fs');
   fs.mkdirSync('bench/results', { recursive: true });

@@ -64,7 +64,7 @@ export interface ResidencyReport {
   /** Packed bytes of the largest layer and of all layers. */
   readonly largestLayerBytes: number;
   readonly layerBytes: number;
-  /** Submissions per step (1 resident; ceil(layers / slots) bounded). */
+  /** Submissions per step (1 resident; ceil(layers / slots) bounded; at least 3 per layer with an expert cache). */
   readonly submissionsPerStep: number;
   /** Layer bytes written into slots so far, layer uploads so far, and tokens processed so far. */
   readonly bytesUploaded: number;
@@ -345,7 +345,8 @@ export class LayerWindow {
       slotBytes: this.plan.slotBytes,
       largestLayerBytes: Math.max(...this.plan.layers.map((l) => l.packedBytes)),
       layerBytes,
-      submissionsPerStep: Math.ceil(this.plan.layers.length / this.plan.slots),
+      // With an expert cache: three per routed layer (more when a step needs more rounds of experts).
+      submissionsPerStep: this.experts === undefined ? Math.ceil(this.plan.layers.length / this.plan.slots) : 3 * this.plan.layers.length,
       bytesUploaded: this.#bytesUploaded,
       layerUploads: this.#uploads,
       tokens: this.#tokens,
