@@ -5,8 +5,9 @@
 //   delta_t = dout_t . out_t  (= sum_j P_j * dP_j),  dP_j = dout_t . v_j,  dS_j = P_j * (dP_j - delta_t)
 //   dq_t = scale * sum_j dS_j * k_j
 // and writes (lse_t, delta_t) into stats [count, heads, 2] for attention_grad_kv. The softmax backward is
-// inside (dS). One invocation per (row, head, 4 dims of the head): each recomputes the row's scores
-// (no score matrix is stored, as in the forward kernel), and owns its 4 outputs: deterministic.
+// inside (dS). One invocation per (row, head, 4 dims of the head): each recomputes the row's scores in
+// two passes (an online log-sum-exp, then the gradient; no score matrix is stored, as in the forward
+// kernel), and owns its 4 outputs: deterministic.
 struct Params {
   q_off: u32,
   k_off: u32,
@@ -47,19 +48,20 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) grou
   let kv_width = p.kv_heads * p.head_dim;
   let qa = p.q_off + t * q_width + h * p.head_dim;
   let oa = t * q_width + h * p.head_dim;
+  // One pass for the log-sum-exp: a running maximum with the sum rescaled whenever it grows.
   var mx = -3.0e38;
-  for (var j = 0u; j <= t; j++) {
-    let ka = p.k_off + j * kv_width + g * p.head_dim;
-    var s = 0.0;
-    for (var d = 0u; d < p.head_dim; d++) { s += q[qa + d] * k[ka + d]; }
-    mx = max(mx, s * p.scale);
-  }
   var sum = 0.0;
   for (var j = 0u; j <= t; j++) {
     let ka = p.k_off + j * kv_width + g * p.head_dim;
     var s = 0.0;
     for (var d = 0u; d < p.head_dim; d++) { s += q[qa + d] * k[ka + d]; }
-    sum += exp(s * p.scale - mx);
+    let x = s * p.scale;
+    if (x > mx) {
+      sum = sum * exp(mx - x) + 1.0;
+      mx = x;
+    } else {
+      sum += exp(x - mx);
+    }
   }
   let lse = mx + log(sum);
   var delta = 0.0;
