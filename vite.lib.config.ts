@@ -3,6 +3,7 @@
 //   iife              dist/tenon.iife.js     the same API as the global `tenon`, for <script src>
 //   pool-worker       dist/pool.worker.js    the worker pool's browser worker, self-contained
 //   dataplane-worker  dist/dataplane.worker.js  the data-plane agent worker, self-contained
+//   rank-worker       dist/rank.worker.js    a partitioned session's rank worker, self-contained
 // Types come from tsc (tsconfig.types.json); the Node builds (CLI, Node pool worker) from
 // vite.node.config.ts. Browser bundles are for browsers: modules only Node can load (worker_threads,
 // Dawn) are replaced by a stub that fails with ENOTSUP if ever reached. The two worker-entry modules
@@ -20,6 +21,7 @@ const at = (p: string): string => `${root}${p}`;
 const BUNDLE_VARIANTS = new Map([
   [at('src/submit/pool-entry.ts'), at('src/bundle/pool-entry.ts')],
   [at('src/dataplane/worker-entry.ts'), at('src/bundle/dataplane-entry.ts')],
+  [at('src/session/partition/rank-entry.ts'), at('src/bundle/rank-entry.ts')],
 ]);
 
 /** Imports that only Node can satisfy; the browser bundles get a stub instead. */
@@ -82,7 +84,7 @@ function library(format: 'es' | 'iife'): UserConfig {
   };
 }
 
-function worker(name: 'pool' | 'dataplane'): UserConfig {
+function worker(name: 'pool' | 'dataplane' | 'rank'): UserConfig {
   return {
     logLevel: 'warn',
     plugins: [tenonBundle('es'), watKernels(), weslShaders()],
@@ -109,6 +111,8 @@ export default defineConfig(({ mode }) => {
       return worker('pool');
     case 'dataplane-worker':
       return worker('dataplane');
+    case 'rank-worker':
+      return worker('rank');
     default:
       throw new Error(`vite.lib.config.ts: unknown --mode ${mode} (esm | iife | pool-worker | dataplane-worker)`);
   }

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf dist
-for mode in esm iife pool-worker dataplane-worker; do
+for mode in esm iife pool-worker dataplane-worker rank-worker; do
   npx vite build --config vite.lib.config.ts --mode "$mode"
 done
 npx tsc -p tsconfig.types.json

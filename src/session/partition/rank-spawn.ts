@@ -1,18 +1,17 @@
-// Starting rank workers in this environment. Node: a worker_threads Worker running the Node build of
-// workers/rank.worker.ts (dist/workers/rank.worker.js: Node cannot run TypeScript; scripts/lane.sh builds
-// it before the node lane), whose death shows as its exit event. Browsers: a module Worker running
-// workers/rank.worker.ts through the bundler, which holds a Web Lock for its lifetime; the coordinator
+// Starting rank workers in this environment (where the worker script is: rank-entry.ts). Node: a
+// worker_threads Worker running the Node build of workers/rank.worker.ts (dist/workers/rank.worker.js:
+// Node cannot run TypeScript; scripts/lane.sh builds it before the node lane), whose death shows as its
+// exit event. Browsers: a module Worker (workers/rank.worker.ts through the dev server, dist/rank.worker.js
+// beside the library bundle), which holds a Web Lock for its lifetime; the coordinator
 // waits for that lock, so a terminated or crashed worker is seen the way the data plane sees a lost peer.
 // Thread: the coordinator's.
 import type { RankReply } from './protocol.js';
 import type { RankSpawner, RankWorkerHandle } from './coordinator.js';
+import { nodeRankWorkerUrl, startRankWorker } from './rank-entry.js';
 
 const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
-/** The Node rank worker script. */
-export function nodeRankWorkerUrl(): URL {
-  return new URL('../../../dist/workers/rank.worker.js', import.meta.url);
-}
+export { nodeRankWorkerUrl };
 
 async function spawnNode(url: URL): Promise<RankWorkerHandle> {
   const { Worker } = await import('node:worker_threads');
@@ -40,7 +39,7 @@ async function spawnNode(url: URL): Promise<RankWorkerHandle> {
 }
 
 function spawnBrowser(): RankWorkerHandle {
-  const worker = new Worker(new URL('../../../workers/rank.worker.ts', import.meta.url), { type: 'module' });
+  const worker = startRankWorker();
   let gone = false;
   return {
     post: (m, transfer) => worker.postMessage(m, transfer ?? []),
