@@ -106,6 +106,20 @@ for (const pc of providerCases()) {
       whole.session.dispose();
     });
 
+    it('[TS-residency-policy] malformed policies are refused at construction before anything is allocated', async () => {
+      const model = await loadModel(stories!, { tokenizer: tok512! });
+      const provider = await pc.make();
+      const runtime = createRuntime(provider);
+      const before = provider.counters().liveBytes;
+      const create = (residency: unknown, extra: object = {}) => TextSession.create({ runtime, model, maxSeq: MAX_SEQ, residency: residency as never, ...extra });
+      await expectCodeAsync(() => create({ kind: 'paged' }), 'EINVAL', 'bad-residency');
+      await expectCodeAsync(() => create({ kind: 'bounded', bytes: 0 }), 'EINVAL', 'bad-residency');
+      await expectCodeAsync(() => create({ kind: 'bounded', bytes: 1.5 }), 'EINVAL', 'bad-residency');
+      await expectCodeAsync(() => create({ kind: 'bounded', bytes: 1 << 30 }, { kernels: 'fused' }), 'ENOTSUP', 'bounded-needs-unfused');
+      await expectCodeAsync(() => create({ kind: 'bounded', bytes: 1 << 30, experts: 1 }), 'EINVAL', 'no-routed-experts');
+      expect(provider.counters().liveBytes).toBe(before);
+    });
+
     it.skipIf(pc.kind !== 'webgpu')('[TS-residency-loss-retains] a device lost during a bounded step fences the session and retains the window with the state', async () => {
       const slot = await slotBytes();
       const { provider, runtime, session } = await make(slot * 2);
