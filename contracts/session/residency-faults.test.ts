@@ -8,7 +8,8 @@
 // - the device lost during a bounded step (runtime.faults.loseDeviceAt, WebGPU only): the step is
 //   indeterminate, the session fenced (ENODEV state-lost), and the state group with the window's slots is
 //   retained by the runtime forever (nothing released, not even by dispose).
-// Also: a budget below the largest layer is refused by TextSession.create before anything is allocated, and
+// State exported under the bounded policy imports into a resident session and continues with the same
+// logits (identity and state do not depend on residency). Also: a budget below the largest layer is refused by TextSession.create before anything is allocated, and
 // the session's report names the policy.
 import { describe, expect, it } from 'vitest';
 import { TextSession, createRuntime, loadModel } from '../../src/index.js';
@@ -87,6 +88,14 @@ for (const pc of providerCases()) {
       const got = await session.decode(432);
       expect(bits(got.logits)).toEqual(bits(want.logits));
       expect(got.argmax).toBe(want.argmax);
+      // State made under the bounded policy continues under the resident one: the same next logits.
+      const history = [...PROMPT, 432];
+      const kv = await session.exportState();
+      const next = await session.decode(got.argmax);
+      const other = await make(undefined);
+      await other.session.importState(history, kv);
+      expect(bits((await other.session.decode(got.argmax)).logits)).toEqual(bits(next.logits));
+      other.session.dispose();
       session.dispose();
 
       // A window holding every layer uploads each layer once, on the first step: a read failing there
