@@ -98,6 +98,8 @@ for (const pc of providerCases()) {
         expect(residentReport.policy).toBe('resident');
         const fixed = provider.counters().liveBytes - before - residentReport.layerBytes;
         const want = await greedy(resident, steps, () => undefined);
+        // Layer observation (the residual after every layer) crosses the window's submissions unchanged.
+        const observed = (await resident.run(PROMPT, 0, { layers: true })).layers!.map((l) => bits(l).slice());
         resident.dispose();
         expect(provider.counters().liveBytes).toBe(before);
 
@@ -126,6 +128,9 @@ for (const pc of providerCases()) {
           expect(got.ids).toEqual(want.ids);
           got.logits.forEach((l, i) => expect(l, `step ${i}`).toEqual(want.logits[i]));
           const after = bounded.residency();
+          const layersSeen = (await bounded.run(PROMPT, 0, { layers: true })).layers!;
+          expect(layersSeen.length).toBe(model.config.layers);
+          layersSeen.forEach((l, i) => expect(bits(l), `layer ${i}`).toEqual(observed[i]));
           // Every layer is uploaded once per step (a window smaller than the model cycles through it).
           expect(after.layerUploads).toBe((steps + 1) * model.config.layers);
           expect(after.bytesUploaded).toBe((steps + 1) * after.layerBytes);
