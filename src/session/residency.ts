@@ -48,6 +48,8 @@ export type ResidencyPolicy =
 export const EXPERT_ROLES: readonly LayerRole[] = ['ffnGateExperts', 'ffnUpExperts', 'ffnDownExperts'];
 export type ResidencyKind = ResidencyPolicy['kind'];
 
+/** Bytes of one packed word (u32) or f32 element. */
+const WORD_BYTES = 4;
 /** Slot offsets of a layer's tensors are aligned to this (WebGPU's minStorageBufferOffsetAlignment default). */
 export const SLOT_OFFSET_ALIGNMENT = 256;
 
@@ -180,7 +182,7 @@ export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number,
         const t = tensors[role]!;
         const g = t.geometry;
         const rows = g.shape[g.shape.length - 2]!;
-        const e: ExpertEntry = { role, rows, rowWords: g.packedRowWords, dtype: t.kind.name === 'F32' ? 'f32' : 'u32', offset, byteLength: rows * g.packedRowWords * 4 };
+        const e: ExpertEntry = { role, rows, rowWords: g.packedRowWords, dtype: t.kind.name === 'F32' ? 'f32' : 'u32', offset, byteLength: rows * g.packedRowWords * WORD_BYTES };
         offset = alignUp(offset + e.byteLength, SLOT_OFFSET_ALIGNMENT);
         return e;
       });
