@@ -7,11 +7,12 @@
 // seeded shapes (sizes off the tile and workgroup edges, operands at non-zero offsets with canaries),
 // within 1e-4·(1 + |host|) unless stated; (3) controls where a property alone could hide a bug: a
 // repeated token's embedding gradient is the sum of its rows; the accumulate flag adds; AdamW's first
-// step is -lr·sign(g) (plus decay); check() rejections.
+// step is -lr·sign(g) (plus decay); check() rejections. softmax_grad is the standalone softmax rule
+// (the llama step's softmaxes live inside attention_grad_q/kv and cross_entropy_grad).
 import { describe, expect, it } from 'vitest';
 import {
   adamwStep, attention, attentionGradKV, attentionGradQ, crossEntropyGrad, checkTargets, embeddingGrad, gather, matmul, matmulNT, matmulTNGrad,
-  rmsnorm, rmsnormGradW, rmsnormGradX, rope, ropeGrad, siluMul, siluMulGrad,
+  rmsnorm, rmsnormGradW, rmsnormGradX, rope, ropeGrad, siluMul, siluMulGrad, softmax, softmaxGrad,
 } from '../../src/submit/ops/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { operandOf } from '../support/run-op.js';
@@ -228,6 +229,24 @@ describe('backward kernels: finite differences and host vs WebGPU', () => {
     const { gpu: g, host: h } = await runBoth(gpu(), siluMulGrad, [f(a), f(b), f(r), f(new Float32Array(n)), f(new Float32Array(n))], { n }, [1, 0, 2, 3, 4]);
     expectClose(g[3]!, h[3]!, GPU_TOL, 'silu_mul_grad da');
     expectClose(g[4]!, h[4]!, GPU_TOL, 'silu_mul_grad db');
+  });
+
+  it('[OPS-grad-softmax] softmax_grad matches finite differences of softmax within 1e-3 rel + 1e-4, and WGSL equals the host (rows past one workgroup)', async () => {
+    for (const [rows, cols, seed] of [[3, 9, 121], [70, 5, 122], [1, 1, 123]] as const) {
+      const x = randomF32(seed, rows * cols, -3, 3);
+      const r = randomF32(seed + 1, rows * cols);
+      const forward = () => {
+        const y = new Float32Array(rows * cols);
+        softmax.host({ rows, cols }, [x, y]);
+        return y;
+      };
+      const dx = new Float32Array(rows * cols);
+      softmaxGrad.host({ rows, cols }, [forward(), r, dx]);
+      expectFd(`softmax [${rows}, ${cols}]`, seed, [x], [dx], () => dotAll(r, forward()), { rel: 1e-3, abs: 1e-4 });
+      const f = (data: Float32Array) => ({ dtype: 'f32' as const, shape: [rows, cols], data });
+      const { gpu: g, host: h } = await runBoth(gpu(), softmaxGrad, [f(forward()), f(r), f(new Float32Array(rows * cols))], { rows, cols }, [2, 1, 3]);
+      expectClose(g[2]!, h[2]!, GPU_TOL, `softmax_grad [${rows}, ${cols}]`);
+    }
   });
 
   it('[OPS-grad-embedding] embedding_grad matches finite differences of gather (exact: the loss is linear in the table), and WGSL equals the host', async () => {

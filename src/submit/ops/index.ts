@@ -33,6 +33,7 @@ import { matmulTNGrad } from './grad-matmul.js';
 import { rmsnormGradW, rmsnormGradX } from './grad-rmsnorm.js';
 import { ropeGrad } from './grad-rope.js';
 import { siluMulGrad } from './grad-silu-mul.js';
+import { softmaxGrad } from './grad-softmax.js';
 import type { AnyOpDef } from './types.js';
 
 export { add, addInplace, argmax, attention, biasAdd, gather, kvWrite, matmul, matmulBatched, matmulNT, moeCombine, moeRoute, mul, rmsnorm, rope, sample, scale, siluMul, softmax };
@@ -91,6 +92,8 @@ export type { RmsnormGradWParams, RmsnormGradXParams } from './grad-rmsnorm.js';
 export { ropeGrad } from './grad-rope.js';
 export { siluMulGrad } from './grad-silu-mul.js';
 export type { SiluMulGradParams } from './grad-silu-mul.js';
+export { softmaxGrad } from './grad-softmax.js';
+export type { SoftmaxGradParams } from './grad-softmax.js';
 export type { AnyOpDef, OpAccess, OpBinding, OpConstants, OpDef, OpLimits, OpOperand, Workgroups } from './types.js';
 
 /** Every op, by name. */
@@ -189,4 +192,5 @@ export const OPS = {
   silu_mul: siluMul,
   silu_mul_grad: siluMulGrad,
   softmax,
+  softmax_grad: softmaxGrad,
 } as const satisfies Record<string, AnyOpDef>;
