@@ -2,13 +2,16 @@
 // (src/submit/ops/qmatmul-layout.ts): word i of a row holds elements 2i (low half) and 2i + 1 (high half)
 // as bfloat16, the top 16 bits of an f32. A unit is one word (two elements).
 //
-// A workgroup of WG invocations owns weight rows n0..n0+RN-1 and x rows m0..m0+TM-1. Invocation `lid`
-// takes units lid, lid + WG, ... of each row (adjacent invocations read adjacent words), dequantizes
-// them in registers and accumulates in f32 for each of its TM rows of x (one weight load serves TM
-// rows). The RN * TM sums are then reduced with subgroupAdd inside each subgroup, one partial per
-// subgroup in shared memory, one barrier, and the first RN * TM invocations add the partials in subgroup
-// order (needs the device feature `subgroups` and the WGSL language feature `subgroup_id`). Tail rows
-// (n >= N, m >= M) are clamped for loading and never stored. x [M, K] and out [M, N] are row-major f32.
+// A workgroup of WG invocations is WG / SEG row groups of SEG invocations (SEG = WG unless rows have few
+// units: then many short rows share one workgroup rather than leave invocations idle). Row group `seg`
+// owns weight rows n0..n0+RN-1 and x rows m0..m0+TM-1; its invocation `sl` takes units sl, sl + SEG, ...
+// of each row (adjacent invocations read adjacent words), dequantizes them in registers and accumulates
+// in f32 for each of its TM rows of x (one weight load serves TM rows). When the row group is the whole
+// workgroup the RN * TM sums are reduced with subgroupAdd inside each subgroup, one partial per subgroup
+// in shared memory, one barrier, and the first RN * TM invocations add the partials in subgroup order
+// (needs the device feature `subgroups` and the WGSL language feature `subgroup_id`); smaller row groups
+// reduce by a shared-memory tree. Tail rows (n >= N, m >= M) are clamped for loading and never stored.
+// x [M, K] and out [M, N] are row-major f32.
 enable subgroups;
 requires subgroup_id;
 
@@ -34,8 +37,10 @@ struct Params {
 
 // Invocations per workgroup: a power of two in 32..256.
 override WG: u32 = 64u;
-// Weight rows and x rows per workgroup; RN * TM <= MAX_ACC.
+// Weight rows per row group and x rows per workgroup; RN * TM <= MAX_ACC.
 override RN: u32 = 2u;
+// Invocations per row group: a power of two <= WG.
+override SEG: u32 = 64u;
 override TM: u32 = 1u;
 const MAX_ACC: u32 = 8u;
 
@@ -50,11 +55,14 @@ fn bf16x2(v: u32) -> vec2f {
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups: vec3u,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_id) sg: u32, @builtin(num_subgroups) sgs: u32) {
-  let n0 = (wid.x + wid.y * groups.x) * RN;
+  let seg = lid / SEG;
+  let sl = lid % SEG;
+  let g0 = (wid.x + wid.y * groups.x) * (WG / SEG) * RN;
+  let n0 = g0 + seg * RN;
   let m0 = wid.z * TM;
-  if (n0 >= p.n) { return; }
+  if (g0 >= p.n) { return; }
   var acc: array<f32, MAX_ACC>;
-  for (var u = lid; u < p.units; u += WG) {
+  for (var u = sl; u < p.units; u += SEG) {
     let k0 = u * 2u;
     // An odd K leaves the last word's high half as padding: its x is never read.
     let second = k0 + 1u < p.k;
@@ -67,16 +75,34 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups: vec3
       }
     }
   }
-  for (var a = 0u; a < RN * TM; a++) {
-    let s = subgroupAdd(acc[a]);
-    if (lane == 0u) { red[a * WG + sg] = s; }
+  if (SEG == WG) {
+    for (var a = 0u; a < RN * TM; a++) {
+      let s = subgroupAdd(acc[a]);
+      if (lane == 0u) { red[a * WG + sg] = s; }
+    }
+    workgroupBarrier();
+    if (lid < RN * TM) {
+      var t = 0.0;
+      for (var g = 0u; g < sgs; g++) { t += red[lid * WG + g]; }
+      let r = lid / TM;
+      let i = lid % TM;
+      if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = t; }
+    }
+    return;
   }
+  // Row groups smaller than the workgroup: a shared-memory tree inside each group (a subgroup may span
+  // several groups, and its size is not known when the shader is compiled).
+  for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] = acc[a]; }
   workgroupBarrier();
-  if (lid < RN * TM) {
-    var t = 0.0;
-    for (var g = 0u; g < sgs; g++) { t += red[lid * WG + g]; }
-    let r = lid / TM;
-    let i = lid % TM;
-    if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = t; }
+  for (var s = SEG >> 1u; s > 0u; s >>= 1u) {
+    if (sl < s) {
+      for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] += red[a * WG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  for (var a = sl; a < RN * TM; a += SEG) {
+    let r = a / TM;
+    let i = a % TM;
+    if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = red[a * WG + seg * SEG]; }
   }
 }

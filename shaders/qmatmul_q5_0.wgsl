@@ -6,11 +6,13 @@
 // (q - 16) * d_b. A unit is one quant word: elements k0..k0+3 (low nibbles, qh bits 4j..4j+3 for word j
 // of the block) and k0+16..k0+19 (high nibbles, qh bits 16+4j..16+4j+3).
 //
-// A workgroup of WG invocations owns weight rows n0..n0+RN-1 and x rows m0..m0+TM-1. Invocation `lid`
-// takes units lid, lid + WG, ... of each row (adjacent invocations read adjacent words), dequantizes
-// them in registers and accumulates in f32 for each of its TM rows of x (one weight load serves TM
-// rows). The RN * TM sums are then reduced over the workgroup by a shared-memory tree. Tail rows
-// (n >= N, m >= M) are clamped for loading and never stored. x [M, K] and out [M, N] are row-major f32.
+// A workgroup of WG invocations is WG / SEG row groups of SEG invocations (SEG = WG unless rows have few
+// units: then many short rows share one workgroup rather than leave invocations idle). Row group `seg`
+// owns weight rows n0..n0+RN-1 and x rows m0..m0+TM-1; its invocation `sl` takes units sl, sl + SEG, ...
+// of each row (adjacent invocations read adjacent words), dequantizes them in registers and accumulates
+// in f32 for each of its TM rows of x (one weight load serves TM rows). The RN * TM sums are then reduced
+// over the row group by a shared-memory tree. Tail rows (n >= N, m >= M) are clamped for loading and
+// never stored. x [M, K] and out [M, N] are row-major f32.
 struct Params {
   x_off: u32,
   w_off: u32,
@@ -33,8 +35,10 @@ struct Params {
 
 // Invocations per workgroup: a power of two in 32..256.
 override WG: u32 = 64u;
-// Weight rows and x rows per workgroup; RN * TM <= MAX_ACC.
+// Weight rows per row group and x rows per workgroup; RN * TM <= MAX_ACC.
 override RN: u32 = 2u;
+// Invocations per row group: a power of two <= WG.
+override SEG: u32 = 64u;
 override TM: u32 = 1u;
 const MAX_ACC: u32 = 8u;
 
@@ -67,11 +71,14 @@ fn fifth_bits(h: u32) -> vec4f {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups: vec3u,
         @builtin(local_invocation_index) lid: u32) {
-  let n0 = (wid.x + wid.y * groups.x) * RN;
+  let seg = lid / SEG;
+  let sl = lid % SEG;
+  let g0 = (wid.x + wid.y * groups.x) * (WG / SEG) * RN;
+  let n0 = g0 + seg * RN;
   let m0 = wid.z * TM;
-  if (n0 >= p.n) { return; }
+  if (g0 >= p.n) { return; }
   var acc: array<f32, MAX_ACC>;
-  for (var u = lid; u < p.units; u += WG) {
+  for (var u = sl; u < p.units; u += SEG) {
     let b = u >> 2u;
     let k0 = b * 32u + (u & 3u) * 4u;
     for (var r = 0u; r < RN; r++) {
@@ -89,15 +96,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) groups: vec3
   }
   for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] = acc[a]; }
   workgroupBarrier();
-  for (var s = WG >> 1u; s > 0u; s >>= 1u) {
-    if (lid < s) {
+  for (var s = SEG >> 1u; s > 0u; s >>= 1u) {
+    if (sl < s) {
       for (var a = 0u; a < RN * TM; a++) { red[a * WG + lid] += red[a * WG + lid + s]; }
     }
     workgroupBarrier();
   }
-  if (lid < RN * TM) {
-    let r = lid / TM;
-    let i = lid % TM;
-    if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = red[lid * WG]; }
+  for (var a = sl; a < RN * TM; a += SEG) {
+    let r = a / TM;
+    let i = a % TM;
+    if (n0 + r < p.n && m0 + i < p.m) { out[p.out_off + (m0 + i) * p.n + n0 + r] = red[a * WG + seg * SEG]; }
   }
 }

@@ -9,7 +9,9 @@
 //     minimum block count up, element offsets with canaries: WGSL equals the host twin within
 //     2e-5 · sum_k |x_k · w_nk| + 1e-6 (f32 accumulation in another order than the host's f64 sum; the
 //     bound scales with the magnitude of the terms, not of the result, which can cancel);
-// (2) every tiling (TM = 1, 2, 4) at the minimum K and a few blocks, N = 1, 2 and 37;
+// (2) every tiling (TM = 1, 2, 4) at the minimum K and a few blocks, N = 1, 2 and 37; and both shapes
+//     of a workgroup: many short rows per workgroup (row groups smaller than the workgroup) and one row
+//     group as wide as the workgroup (K long enough, so the subgroups variant takes its subgroupAdd path);
 // (3) folded dispatches (workgroup counts past a small maxComputeWorkgroupsPerDimension go to y);
 // (4) the host twin equals the GGUF reference dequantizer (src/model/lowering) followed by an f64 dot,
 //     exactly.
@@ -83,6 +85,9 @@ function kOf(kind: PackedKind, blocks: number): number {
   return GGUF_BLOCK[kind][0] * blocks;
 }
 
+/** Units per row that make a row group as wide as its workgroup (qmatmulTiling: 8 units per invocation, 32+ invocations). */
+const LONG_ROW_UNITS = 8 * 64;
+
 /** Largest block count drawn per kind (keeps K <= ~1000). */
 const MAX_BLOCKS: Readonly<Record<PackedKind, number>> = { F32: 80, F16: 80, BF16: 80, Q8_0: 12, Q4_0: 12, Q4_K: 4, Q6_K: 4, Q4_1: 12, Q5_0: 12, Q5_1: 12 };
 
@@ -126,6 +131,25 @@ export function describeQMatmul(kind: PackedKind): void {
         for (const n of [1, 2, 37]) {
           for (const blocks of [1, 3]) await compare(p, kind, variant, { m, n, k: kOf(kind, blocks), seed: seed++ });
         }
+      }
+    });
+
+    it(`[OPS-qmatmul] ${kind}: row groups narrower than the workgroup (short rows) and as wide as it (long rows), M = 1 and 5`, async () => {
+      const p = gpu();
+      const variant = qmatmulVariant(p);
+      const unitsPerBlock = packedRowLayout(kind, kOf(kind, 1)).units;
+      const shortK = kOf(kind, 1);
+      // Enough blocks that the row group reaches the workgroup's full width.
+      const longBlocks = Math.ceil(LONG_ROW_UNITS / unitsPerBlock);
+      const longK = kOf(kind, longBlocks);
+      const short = qmatmulTiling(1, packedRowLayout(kind, shortK).units);
+      const long = qmatmulTiling(1, packedRowLayout(kind, longK).units);
+      expect(short.SEG).toBeLessThan(short.WG);
+      expect(long.SEG).toBe(long.WG);
+      let seed = 301;
+      for (const m of [1, 5]) {
+        await compare(p, kind, variant, { m, n: 37, k: shortK, seed: seed++ });
+        await compare(p, kind, variant, { m, n: 3, k: longK, seed: seed++ });
       }
     });
 

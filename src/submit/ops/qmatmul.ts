@@ -10,14 +10,20 @@
 // `selectQMatmul(kind, features)` are the one entry point.
 //
 // Kernel design (the same in all twenty shaders, written for real GPUs; SwiftShader only checks them):
-// a workgroup of WG invocations owns RN adjacent output columns (weight rows) for TM adjacent rows of x.
-// Its invocations walk the packed rows in "units" (one quant word each, see the layout module): unit u
-// goes to invocation u mod WG, so adjacent invocations load adjacent words (coalesced). Each unit is
+// a row group of SEG invocations owns RN adjacent output columns (weight rows) for TM adjacent rows of x;
+// a workgroup of WG invocations is WG / SEG row groups (one when rows are long; many short rows share a
+// workgroup rather than leave invocations idle, as a matrix-vector product over a small K would). A row
+// group walks its packed rows in "units" (one quant word each, see the layout module): unit u goes to
+// invocation u mod SEG, so adjacent invocations load adjacent words (coalesced). Each unit is
 // dequantized in registers, its scale factored out of the dot product, and the weights are reused for
-// all TM rows of x; accumulation is f32. The RN x TM partial sums are then reduced over the workgroup:
-// - `plain`: a shared-memory tree reduction (log2 WG barrier steps);
-// - `subgroups`: subgroupAdd inside each subgroup, one partial per subgroup in shared memory, one barrier
-//   (needs the device feature `subgroups` and the WGSL language feature `subgroup_id`).
+// all TM rows of x; accumulation is f32. The RN x TM partial sums are then reduced over the row group:
+// - `plain`: a shared-memory tree reduction (log2 SEG barrier steps);
+// - `subgroups`: where a row group is the whole workgroup, subgroupAdd inside each subgroup, one partial
+//   per subgroup in shared memory, one barrier (needs the device feature `subgroups` and the WGSL language
+//   feature `subgroup_id`); smaller row groups use the tree (a subgroup's size is unknown at compile time).
+// Measured on the software adapters (Dawn's SwiftShader, 2 cores): one unit per invocation with idle
+// invocations for short rows made tiny-llama-F16's batched pass 38 s; UNITS_PER_INVOCATION 8 with row
+// groups brings it to a few seconds.
 // No `shader-f16` variant: f16 arithmetic would change the accumulation precision the session's
 // references are checked against (f32 activations), and every f16 the kernels read is widened exactly by
 // unpack2x16float, which needs no feature. No device here reports shader-f16, so it could not be tested.
@@ -81,28 +87,41 @@ const SHADERS: Readonly<Record<PackedKind, Readonly<Record<QMatmulVariant, strin
 /** Smallest and largest workgroup (powers of two; 256 is the WebGPU default limit every device meets). */
 const MIN_WORKGROUP = 32;
 const MAX_WORKGROUP = 256;
-/** Weight rows per workgroup. */
+/** Weight rows per row group. */
 const ROWS_PER_WORKGROUP = 2;
+/** Units each invocation takes (at least) before the workgroup grows. */
+const UNITS_PER_INVOCATION = 8;
 /** Bytes of the uniform params struct (12 u32 fields). */
 const PARAMS_BYTES = 48;
 
-/** The override constants of one dispatch: workgroup size, weight rows and x rows per workgroup. */
+/**
+ * The override constants of one dispatch: workgroup size, invocations per row group, weight rows per row
+ * group and x rows per workgroup. A workgroup serves WG / SEG row groups, so RN * WG / SEG weight rows.
+ */
 export interface QMatmulTiling {
   readonly WG: number;
+  readonly SEG: number;
   readonly RN: number;
   readonly TM: number;
 }
 
 /**
  * Tiling for M rows of x and `units` work units per weight row: TM = 1 for decode, 2 for M = 2 and 4
- * above (each weight unit loaded once serves TM rows); WG the smallest power of two in 32..256 that gives
- * every invocation at least one unit where the row has that many.
+ * above (each weight unit loaded once serves TM rows). SEG, the invocations that share one row, is the
+ * smallest power of two (at most 256) that leaves each invocation at most UNITS_PER_INVOCATION units, so
+ * every invocation has several units of work before the reduction; WG is SEG, or 32 when SEG is smaller
+ * (a short row then shares its workgroup with other rows instead of leaving most invocations idle).
  */
 export function qmatmulTiling(m: number, units: number): QMatmulTiling {
   const TM = m <= 1 ? 1 : m === 2 ? 2 : 4;
-  let WG = MIN_WORKGROUP;
-  while (WG < MAX_WORKGROUP && WG < units) WG *= 2;
-  return { WG, RN: ROWS_PER_WORKGROUP, TM };
+  let SEG = 1;
+  while (SEG < MAX_WORKGROUP && SEG * UNITS_PER_INVOCATION < units) SEG *= 2;
+  return { WG: Math.max(SEG, MIN_WORKGROUP), SEG, RN: ROWS_PER_WORKGROUP, TM };
+}
+
+/** Weight rows one workgroup computes. */
+export function qmatmulRowsPerWorkgroup(t: QMatmulTiling): number {
+  return (t.RN * t.WG) / t.SEG;
 }
 
 function opName(kind: PackedKind, variant: QMatmulVariant): string {
@@ -161,7 +180,7 @@ function makeQMatmul(kind: PackedKind, variant: QMatmulVariant): OpDef<QMatmulPa
     },
     workgroups(p, limits): Workgroups {
       const t = qmatmulTiling(p.m, layoutOf(p).units);
-      const [x, y] = linearWorkgroups(name, Math.ceil(p.n / t.RN), limits);
+      const [x, y] = linearWorkgroups(name, Math.ceil(p.n / qmatmulRowsPerWorkgroup(t)), limits);
       return checkDispatch(name, [x, y, Math.ceil(p.m / t.TM)], limits);
     },
     host(p, [x, w, out]) {
