@@ -15,3 +15,6 @@ export { Trainer } from './trainer.js';
 export type { TrainProgress, TrainerOptions } from './trainer.js';
 export { ADAPTER_FORMAT, ADAPTER_MAGIC, ADAPTER_SCHEMA, decodeAdapters, encodeAdapters } from './trainer-adapters.js';
 export type { AdapterExpectation, AdapterManifest } from './trainer-adapters.js';
+// Generating with a trained model (issue 15): a Trainer's weights as a llama2.c checkpoint or parsed model.
+export { exportCheckpoint, exportModel } from './trainer-export.js';
+export type { ExportSource } from './trainer-export.js';

@@ -12,12 +12,13 @@
 // `create` (for the WebGPU provider: every buffer the trainer created is destroyed). A failed step loses
 // the state (see LlamaGrad) and the trainer refuses further steps. Thread: the runtime's.
 import { TenonError } from '../errors.js';
-import type { LlamaModelFile } from '../model/index.js';
+import type { LlamaConfig, LlamaModelFile } from '../model/index.js';
 import type { Session as PlaneSession } from '../dataplane/index.js';
 import type { Runtime } from '../submit/index.js';
 import { adamwConfig } from './adamw.js';
 import { LlamaGrad, loraNames } from './llama-grad.js';
 import { decodeAdapters, encodeAdapters, fetchAdapters, publishAdapters } from './trainer-adapters.js';
+import { exportCheckpoint, exportModel } from './trainer-export.js';
 import type { AdapterManifest } from './trainer-adapters.js';
 import type { AdamWConfig, LoraConfig } from './llama-grad.js';
 
@@ -58,11 +59,14 @@ export class Trainer {
   readonly grad: LlamaGrad;
   readonly optimizer: AdamWConfig;
   readonly #next: () => number;
+  /** The base model's config (a reference to the parsed file's frozen config), for exports. */
+  readonly #config: LlamaConfig;
 
-  private constructor(grad: LlamaGrad, optimizer: AdamWConfig, seed: number) {
+  private constructor(grad: LlamaGrad, optimizer: AdamWConfig, seed: number, config: LlamaConfig) {
     this.grad = grad;
     this.optimizer = optimizer;
     this.#next = generator(seed);
+    this.#config = config;
   }
 
   /** Copies the model's parameters onto the runtime's provider with zeroed moments. EINVAL for bad options. */
@@ -70,7 +74,7 @@ export class Trainer {
     if (!Number.isInteger(options?.seed)) throw new TenonError('EINVAL', 'seed must be an integer', { op: `${OP}.create`, reason: 'bad-param', ids: { param: 'seed' } });
     const optimizer = adamwConfig(options.optimizer, `${OP}.create`);
     const grad = await LlamaGrad.create(runtime, file, { seqLen: options.seqLen, optimizer, ...(options.lora === undefined ? {} : { lora: options.lora }) });
-    return new Trainer(grad, optimizer, options.seed);
+    return new Trainer(grad, optimizer, options.seed, file.config);
   }
 
   get seqLen(): number {
@@ -150,6 +154,23 @@ export class Trainer {
   /** A host copy of parameter `name` (the fine-tuned weights). */
   parameter(name: string): Promise<Float32Array> {
     return this.grad.parameter(name);
+  }
+
+  /**
+   * The current weights as llama2.c version 1 checkpoint bytes (LoRA merged: W + (alpha / rank) · B · A),
+   * with the base model's config (trainer-export.ts). ENODEV `state-lost` after dispose.
+   */
+  exportCheckpoint(): Promise<Uint8Array> {
+    return exportCheckpoint(this.grad, this.#config);
+  }
+
+  /**
+   * The current weights as a parsed llama2.c model that `TextSession.create({ runtime, model, tokenizer })`
+   * runs (one new buffer; its identity differs from the base model's once a weight changed). EINVAL
+   * `non-finite` for a diverged run; ENODEV `state-lost` after dispose.
+   */
+  exportModel(): Promise<LlamaModelFile> {
+    return exportModel(this.grad, this.#config);
   }
 
   /** Releases every tensor the trainer created. Idempotent. */
