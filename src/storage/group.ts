@@ -97,6 +97,8 @@ export interface InsertResult {
 }
 
 let moveTablesImpl: (from: AllocationGroup, to: AllocationGroup) => void;
+/** Source of table epochs: each new table and each table change takes the next number (never reused). */
+let nextTableEpoch = 0;
 
 export class AllocationGroup {
   /** Owned claims, one root retainer each; `undefined` marks a hole left by extraction. */
@@ -105,9 +107,13 @@ export class AllocationGroup {
   readonly #aliases: number[] = [];
   readonly #descriptors: (DescriptorRecord | undefined)[] = [];
   readonly #node = new BorrowNode(null, true);
+  /** Changes with every descriptor or allocation added, removed or extracted; moves with the tables. */
+  #epoch = ++nextTableEpoch;
 
   static {
     moveTablesImpl = (from, to) => {
+      to.#epoch = from.#epoch;
+      from.#epoch = ++nextTableEpoch;
       to.#allocations.push(...from.#allocations);
       to.#aliases.push(...from.#aliases);
       to.#descriptors.push(...from.#descriptors);
@@ -179,6 +185,7 @@ export class AllocationGroup {
     const record = this.#record(slot, op);
     this.#descriptors[slot] = undefined;
     this.#aliases[record.allocation]!--;
+    this.#epoch = ++nextTableEpoch;
   }
 
   /** A shared view of one descriptor; any number may coexist. */
@@ -231,6 +238,7 @@ export class AllocationGroup {
     this.#descriptors[slot] = undefined;
     this.#aliases[record.allocation] = 0;
     this.#allocations[record.allocation] = undefined;
+    this.#epoch = ++nextTableEpoch;
     return newTensor<D>({ claim: record.claim, layout: record.layout, injective: record.injective });
   }
 
@@ -257,6 +265,17 @@ export class AllocationGroup {
     const next = new AllocationGroup();
     moveTables(this, next);
     return next;
+  }
+
+  /**
+   * Checks that the group can be bound for a dispatch now (owned, not borrowed) and returns its table
+   * epoch: it changes whenever a descriptor or allocation is added, removed or extracted, travels with the
+   * tables through take(), and no two different tables ever share one. Binding states prepared at an
+   * epoch stay exact while it is unchanged (the records they came from are immutable and still owned).
+   */
+  dispatchEpoch(): number {
+    this.#node.checkWrite('group.dispatchEpoch');
+    return this.#epoch;
   }
 
   /**
@@ -365,6 +384,7 @@ export class AllocationGroup {
 
   #append(record: DescriptorRecord): DescriptorSlot {
     this.#descriptors.push(record);
+    this.#epoch = ++nextTableEpoch;
     this.#aliases[record.allocation]!++;
     return (this.#descriptors.length - 1) as DescriptorSlot;
   }

@@ -14,6 +14,15 @@
 // reads its own params; the same memory bound again keeps its cached bind group, so replays on one chained
 // group create no bind group and no buffer after the first.
 // Every bind group and buffer a graph creates is also counted on its runtime's GraphMeter.
+// Prepared host step (G5-prepared-host-step): on a host provider, a graph whose dispatches bind only
+// inputs of the submitted group resolves its bindings once per table epoch of that group (prepareDispatch
+// per dispatch: borrow check, disjointness proof, layout check against the declarations, addresses in
+// the provider's memory) and keeps the result; a replay on the same tables (the same group, passed on
+// through take() by submissions and chains) checks the group is bindable, compares one number and only
+// evaluates per-step params (checked by their kernel) before the kernels run over the kept addresses.
+// Any table change (insert, alias, remove, extract) or another group makes a new epoch: the step is
+// prepared again, or refused exactly as the per-dispatch path refuses. Addresses survive memory growth;
+// scalar twins re-derive their arrays when the memory's buffer changed.
 // Ownership: the graph owns its uniform buffer (destroyed by dispose() once no submission of it is in
 // flight; retained forever if one of them ends completion-unproven) and its bind-group cache.
 // Thread: the runtime's.
@@ -24,7 +33,7 @@ import type { BoundShape, Kernel } from './kernel.js';
 import type { Workgroups } from './ops/types.js';
 import type { BoundWork, FreshOutputSpec, OutputRef, Program, StepValues } from './program.js';
 import { liveHostArray } from '../storage/index.js';
-import type { HostExecutor } from './wasm/executor.js';
+import type { HostExecutor, ResolvedHostDispatch } from './wasm/executor.js';
 
 /**
  * Each dispatch's params start at a multiple of this (>= minUniformBufferOffsetAlignment on every
@@ -64,6 +73,18 @@ export interface GraphStats {
   readonly bindGroupsCreated: number;
   readonly replays: number;
   readonly dispatchesPerReplay: number;
+  /** Dispatch binding preparations (group.prepareDispatch calls) this graph made. */
+  readonly dispatchPreparations: number;
+  /** Times the prepared host step was (re)built: the first replay and each new table epoch. */
+  readonly hostStepPrepares: number;
+  /** Replays that ran the prepared host step as it was (no binding work). */
+  readonly hostStepReuses: number;
+}
+
+/** A graph's host dispatches resolved for one table epoch of the group they were prepared from. */
+interface HostStep {
+  readonly epoch: number;
+  readonly dispatches: readonly ResolvedHostDispatch[];
 }
 
 /** What the graphs of one runtime created, counted on that runtime (RuntimeStats). */
@@ -152,6 +173,12 @@ export class CompiledGraph implements Program {
   /** Runs the host dispatches (host providers only; owned by the runtime). */
   readonly #host: HostExecutor | undefined;
   readonly #meter: GraphMeter;
+  /** Host providers, every dispatch binding inputs only: replays run a prepared step. */
+  readonly #preparedHost: boolean;
+  #hostStep: HostStep | undefined;
+  #dispatchPreparations = 0;
+  #hostStepPrepares = 0;
+  #hostStepReuses = 0;
 
   constructor(
     owner: object,
@@ -231,6 +258,7 @@ export class CompiledGraph implements Program {
     this.#inputs = Object.freeze({ ...(spec.inputs ?? {}) });
     this.#staging = new ArrayBuffer(Math.max(UNIFORM_ALIGN, uniformBytes));
     this.#meter = meter;
+    this.#preparedHost = gpu === undefined && host !== undefined && this.#dispatches.every((d) => d.inputsOnly);
     this.#uniform = gpu?.createRuntimeBuffer(this.#staging.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, `${this.name}.params`);
     if (this.#uniform !== undefined) meter.buffersCreated++;
   }
@@ -241,12 +269,16 @@ export class CompiledGraph implements Program {
       bindGroupsCreated: this.#bindGroupsCreated,
       replays: this.#replays,
       dispatchesPerReplay: this.#dispatches.length,
+      dispatchPreparations: this.#dispatchPreparations,
+      hostStepPrepares: this.#hostStepPrepares,
+      hostStepReuses: this.#hostStepReuses,
     };
   }
 
   bind(inputs: AllocationGroup, fresh: AllocationGroup, freshSlots: readonly DescriptorSlot[], step: StepValues): BoundWork {
     const op = 'graph.bind';
     if (this.#disposed) throw new TenonError('EMOVED', 'graph was disposed', { op });
+    if (this.#preparedHost) return this.#bindHostStep(inputs, step, op);
     const gpu = this.#gpu;
     const staging = new Uint8Array(this.#staging);
     const target = gpu === undefined ? 'host' : 'device';
@@ -338,6 +370,52 @@ export class CompiledGraph implements Program {
   }
 
   /**
+   * Host replay through the prepared step: prepared again when the group's table epoch differs from the
+   * kept one (the first replay, a table change, another group), otherwise reused as it is. Per replay:
+   * one bindability check of the group, the per-step params (checked by their kernels), one params array.
+   */
+  #bindHostStep(inputs: AllocationGroup, step: StepValues, op: string): BoundWork {
+    const host = this.#host!;
+    const epoch = inputs.dispatchEpoch();
+    let prepared = this.#hostStep;
+    if (prepared === undefined || prepared.epoch !== epoch) {
+      this.#hostStep = undefined;
+      const dispatches = this.#dispatches.map((d) => {
+        const states = this.#prepare(d, inputs, inputs, [], 'host', op) as HostBindingState[];
+        for (let j = 0; j < states.length; j++) checkDecl(states[j]!, d.refs[j]!, op);
+        return host.resolve(d.spec.kernel as never, states);
+      });
+      prepared = Object.freeze({ epoch, dispatches: Object.freeze(dispatches) });
+      this.#hostStep = prepared;
+      this.#hostStepPrepares++;
+    } else {
+      this.#hostStepReuses++;
+    }
+    const dispatches = this.#dispatches;
+    const params = new Array<never>(dispatches.length);
+    for (let i = 0; i < dispatches.length; i++) {
+      const d = dispatches[i]!;
+      if (d.dynamic) {
+        const p = (d.spec.params as (s: StepValues) => never)(step);
+        d.spec.kernel.check(d.shapes, p);
+        params[i] = p;
+      } else params[i] = d.spec.params as never;
+    }
+    const outputs: OutputRef[] = this.#outputs.map((ref) => ({ from: 'inputs', slot: (ref as { slot: DescriptorSlot }).slot }));
+    this.#replays++;
+    const resolved = prepared.dispatches;
+    return {
+      dispatches: resolved.length,
+      outputs,
+      run: () => {
+        // Scratch first (it may grow the memory); addresses stay valid, scalar arrays are re-derived.
+        host.reserve(resolved, params);
+        for (let i = 0; i < resolved.length; i++) host.runResolved(resolved[i]!, params[i]!);
+      },
+    };
+  }
+
+  /**
    * The host plan of a scoped read-only call: per dispatch, the kernel, its params and the tensor names
    * it binds, after checking that no dispatch writes an input (inputs are shared borrows there).
    */
@@ -396,8 +474,10 @@ export class CompiledGraph implements Program {
     target: 'device' | 'host',
     op: string,
   ): (DeviceBindingState | HostBindingState)[] {
+    this.#dispatchPreparations++;
     const a = inputs.prepareDispatch(d.inputRequests, target as 'device') as (DeviceBindingState | HostBindingState)[];
     if (d.inputsOnly) return a;
+    this.#dispatchPreparations++;
     const fromFresh: DispatchBindingRequest[] = [];
     d.refs.forEach((ref, j) => {
       if (ref.from === 'fresh') fromFresh.push({ slot: freshSlots[ref.index]!, access: d.spec.kernel.bindings[j]!.access === 'read' ? 'read' : 'write' });

@@ -8,11 +8,13 @@
 // Before a host run the executor reserves the largest scratch any of its dispatches needs: reserving can
 // grow the memory, so it happens before any typed array of the run is taken. Thread: the runtime's.
 import { TenonError } from '../../errors.js';
-import type { AnyTypedArray, HostMemory, HostProvider } from '../../storage/index.js';
+import type { AnyTypedArray, HostBindingState, HostMemory, HostProvider } from '../../storage/index.js';
+import { liveHostArray } from '../../storage/index.js';
 import type { AnyOpDef } from '../ops/types.js';
 import { wasmKernelsAvailable, wasmKernelsFor } from './kernels.js';
 import type { WasmKernels } from './kernels.js';
 import { WASM_OPS } from './ops.js';
+import type { WasmOp } from './ops.js';
 
 /** What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), or the references. */
 export type HostKernelChoice = 'auto' | 'wasm' | 'scalar';
@@ -33,6 +35,25 @@ export interface HostKernelStats {
   readonly scalarDispatches: number;
   /** The same two counts per op name (ops that ran at least once), so a test can name the op it expects. */
   readonly byKernel: Readonly<Record<string, HostKernelCount>>;
+}
+
+/**
+ * One dispatch resolved once for replay (a prepared host step): its kernel path and the byte addresses of
+ * its operands (stable across memory growth), or, on the scalar path, its binding states and the arrays
+ * last derived from them. Valid only while the group its states came from keeps the same table epoch.
+ */
+export interface ResolvedHostDispatch {
+  readonly kernel: AnyOpDef;
+  /** The WebAssembly kernel, when there is one and every operand lies in the executor's memory. */
+  readonly impl: WasmOp<never> | undefined;
+  /** Address of each binding's element 0, in binding order (wasm path). */
+  readonly at: readonly number[];
+  readonly states: readonly HostBindingState[];
+  /** Per-op counters of this dispatch's kernel ([wasm, scalar]), looked up once. */
+  readonly counts: [number, number];
+  /** Scalar path: arrays over `buffer`, re-derived when the memory's buffer changed (growth). */
+  arrays: AnyTypedArray[] | undefined;
+  buffer: ArrayBufferLike | undefined;
 }
 
 /** One dispatch as the executor sees it. */
@@ -74,12 +95,55 @@ export class HostExecutor {
   }
 
   #count(kernel: AnyOpDef, path: 0 | 1): void {
+    this.#countsOf(kernel)[path]++;
+  }
+
+  #countsOf(kernel: AnyOpDef): [number, number] {
     let counts = this.#byKernel.get(kernel.name);
     if (counts === undefined) {
       counts = [0, 0];
       this.#byKernel.set(kernel.name, counts);
     }
-    counts[path]++;
+    return counts;
+  }
+
+  /**
+   * Resolves one dispatch for replay from binding states prepared over contiguous layouts (element 0 at
+   * each state's address): the WebAssembly kernel when there is one and every state lies in this
+   * executor's memory, else the scalar host() over the states' arrays.
+   */
+  resolve(kernel: AnyOpDef, states: readonly HostBindingState[]): ResolvedHostDispatch {
+    const memory = this.#memory;
+    const impl = this.#kernels === undefined ? undefined : WASM_OPS.get(kernel);
+    const inMemory = memory !== undefined && states.every((s) => s.memory === memory);
+    return {
+      kernel,
+      impl: inMemory ? impl : undefined,
+      at: Object.freeze(states.map((s) => s.address)),
+      states,
+      counts: this.#countsOf(kernel),
+      arrays: undefined,
+      buffer: undefined,
+    };
+  }
+
+  /** Runs a resolved dispatch (after prepare() reserved the scratch of this replay): no lookups, no checks. */
+  runResolved(r: ResolvedHostDispatch, params: never): void {
+    const impl = r.impl;
+    if (impl !== undefined) {
+      impl.run(this.#kernels!, params, r.at, this.#scratch);
+      this.#wasm++;
+      r.counts[0]++;
+      return;
+    }
+    const buffer = r.states.length === 0 ? undefined : liveHostArray(r.states[0]!).buffer;
+    if (r.arrays === undefined || r.buffer !== buffer) {
+      r.arrays = r.states.map(liveHostArray);
+      r.buffer = buffer;
+    }
+    r.kernel.host(params, r.arrays as never);
+    this.#scalar++;
+    r.counts[1]++;
   }
 
   /** Reserves the scratch the WebAssembly kernels of `dispatches` need; call before taking any array. */
@@ -90,6 +154,18 @@ export class HostExecutor {
     for (const d of dispatches) {
       const impl = WASM_OPS.get(d.kernel);
       if (impl !== undefined) bytes = Math.max(bytes, impl.scratchBytes(d.params));
+    }
+    this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
+  }
+
+  /** prepare() for resolved dispatches and their params of one replay. */
+  reserve(dispatches: readonly ResolvedHostDispatch[], params: readonly never[]): void {
+    const memory = this.#memory;
+    if (memory === undefined) return;
+    let bytes = 0;
+    for (let i = 0; i < dispatches.length; i++) {
+      const impl = dispatches[i]!.impl;
+      if (impl !== undefined) bytes = Math.max(bytes, impl.scratchBytes(params[i]!));
     }
     this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
   }
