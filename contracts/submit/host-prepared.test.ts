@@ -6,11 +6,13 @@
 // values checked: a table change of the group (re-prepared), another group with the same slots while
 // the first one's memory is freed (re-prepared, never run on the freed memory), an extracted binding
 // (refused as the per-dispatch path refuses it, nothing run), and memory growth between replays (the
-// kept addresses hold, the scalar twin re-derives its arrays).
+// kept addresses hold, the scalar twin re-derives its arrays). The bench's per-dispatch seam is checked
+// too: a runtime put in it binds every dispatch on every replay and computes the same values.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SubmitRejected, createAllocationGroup, createHostProvider, createRuntime, fromArray, zeros } from '../../src/index.js';
 import type { AllocationGroup, CompiledGraph, DescriptorSlot, HostProvider, Runtime, StepValues } from '../../src/index.js';
 import { OPS } from '../../src/submit/ops/index.js';
+import { perDispatchHostRuntimes } from '../../src/submit/graph.js';
 import { axpy } from '../support/kernels/axpy.js';
 
 const N = 37;
@@ -86,6 +88,26 @@ describe('prepared host step', () => {
     const kernels = runtime.hostKernels()!.byKernel;
     expect(kernels['add_inplace']!.wasm - (kernelsBefore['add_inplace']?.wasm ?? 0)).toBe(REPLAYS);
     expect(kernels['test.axpy']!.scalar - (kernelsBefore['test.axpy']?.scalar ?? 0)).toBe(REPLAYS);
+    expect(await read(group, f.out)).toEqual(expectedOut(REPLAYS));
+    group.dispose();
+    graph.dispose();
+  });
+
+  it('[G5-prepared-host-step] the per-dispatch seam (bench:host baseline) binds every dispatch on every replay, with the same values', async () => {
+    const seamProvider = createHostProvider();
+    const seamRuntime = createRuntime(seamProvider, { hostKernels: 'wasm' });
+    perDispatchHostRuntimes.add(seamRuntime);
+    const f = await fixture(seamProvider);
+    const graph = compile(seamRuntime, f);
+    let group = f.group;
+    const before = seamProvider.counters();
+    for (let k = 0; k < REPLAYS; k++) {
+      const outcome = await (await seamRuntime.submit(graph, group, { step: { alpha: 2 } })).wait();
+      if (outcome.kind !== 'completed') throw new Error(outcome.kind);
+      group = outcome.bundle.intoGroup().group;
+    }
+    expect(graph.stats()).toMatchObject({ dispatchPreparations: 2 * REPLAYS, hostStepPrepares: 0, hostStepReuses: 0 });
+    expect(seamProvider.counters().providerResolutions - before.providerResolutions).toBe(2 * REPLAYS);
     expect(await read(group, f.out)).toEqual(expectedOut(REPLAYS));
     group.dispose();
     graph.dispose();

@@ -40,6 +40,12 @@ import type { HostExecutor, ResolvedHostDispatch } from './wasm/executor.js';
  * adapter) and take as many multiples as their size needs (rope's frequency table is 544 bytes).
  */
 const UNIFORM_ALIGN = 256;
+/**
+ * Measurement seam (bench:host): host graphs of the runtimes in this set bind every dispatch on every
+ * replay, as before the prepared step, so one process can time both ways side by side.
+ */
+export const perDispatchHostRuntimes = new WeakSet<object>();
+
 /** Bind groups kept per dispatch; older entries (memory no longer bound) are dropped. */
 const BIND_GROUP_CACHE = 4;
 
@@ -278,7 +284,7 @@ export class CompiledGraph implements Program {
   bind(inputs: AllocationGroup, fresh: AllocationGroup, freshSlots: readonly DescriptorSlot[], step: StepValues): BoundWork {
     const op = 'graph.bind';
     if (this.#disposed) throw new TenonError('EMOVED', 'graph was disposed', { op });
-    if (this.#preparedHost) return this.#bindHostStep(inputs, step, op);
+    if (this.#preparedHost && !perDispatchHostRuntimes.has(this.owner)) return this.#bindHostStep(inputs, step, op);
     const gpu = this.#gpu;
     const staging = new Uint8Array(this.#staging);
     const target = gpu === undefined ? 'host' : 'device';
