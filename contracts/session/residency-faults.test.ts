@@ -143,6 +143,8 @@ for (const pc of providerCases()) {
       // Every root of the state group stays retained: the two slots among them.
       const report = session.report().layerResidency;
       expect(report.slots).toBe(2);
+      // Two slots of five layers: the overlapped schedule (a chain per step) was the one lost.
+      expect(report.overlap).toBe(true);
       expect(retained).toBeGreaterThanOrEqual(report.slots);
       session.dispose();
       expect(provider.counters().liveBytes).toBe(live);

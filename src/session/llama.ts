@@ -82,7 +82,9 @@
 // three submissions: attention, norm, router and moe_route; then, after reading the routed ids back (the
 // one place the routing visits the host), rounds of the experts graph over the cache's slots, each slot's
 // expert a step value (qmatmul_expert's expertBase, so pairs routed elsewhere keep their rows); then
-// moe_combine. Bounded forwards run 'plain' steps and the op-by-op list only.
+// moe_combine. Overlapped bounded windows (WindowPlan.overlap; see #overlapped) run a step's windows as
+// one chain on the group instead, staging each later window's layers while the window before computes.
+// Bounded forwards run 'plain' steps and the op-by-op list only.
 // Thread: the runtime's.
 import { TenonError, isTenonError } from '../errors.js';
 import { zeros } from '../storage/index.js';
@@ -705,7 +707,7 @@ export class LlamaForward {
 
     // Bounded: the window is planned (EINVAL budget-below-layer) and the host copies read before anything
     // is allocated; only the globals are materialized, the layers go into the window's slots.
-    const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op, residency.experts) : undefined;
+    const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op, residency.experts, residency.overlap !== false) : undefined;
     const window = windowPlan === undefined ? undefined : await LayerWindow.create(model, windowPlan);
     const globalsOnly: LoadedModel = { ...model, tensors: model.tensors.filter((t) => t.layer === undefined), layers: [] };
     const weights = await materializeWeights(window === undefined ? model : globalsOnly, provider, {
@@ -930,9 +932,13 @@ export class LlamaForward {
     if (bounded === undefined) ranges.push(undefined);
     else if (cache !== undefined) {
       for (let l = 0; l < this.#layers.length; l++) for (const phase of ['attn', 'experts', 'combine'] as const) ranges.push({ first: l, end: l + 1, phase });
-    } else for (let first = 0, n = bounded.window.plan.slots; first < this.#layers.length; first += n) ranges.push({ first, end: Math.min(first + n, this.#layers.length) });
+    } else for (let first = 0, n = bounded.window.plan.layersPerSubmission; first < this.#layers.length; first += n) ranges.push({ first, end: Math.min(first + n, this.#layers.length) });
     let back = group;
     let entry: GraphEntry | undefined;
+    if (bounded?.window.plan.overlap === true) {
+      ({ back, entry } = await this.#overlapped(ranges as LayerRange[], T, allRows, layers, tokens, pos0, group));
+      ranges.length = 0;
+    }
     for (const [i, range] of ranges.entries()) {
       entry = this.#graphFor(T, allRows, layers, 'ids', back, false, range);
       if (range?.phase === 'experts') {
@@ -1015,6 +1021,88 @@ export class LlamaForward {
       back = await this.#submitPlain(graph, back, pos0, step);
     }
     return back;
+  }
+
+  /**
+   * Bounded, overlapped schedule (WindowPlan.overlap): the step's windows of floor(slots / 2) layers run as
+   * members of one chain on the group. The first window's layers are written with the group in hand; every
+   * later window's layers are staged (ChainHandle.write) while the window before it computes: window k+1's
+   * slots were last read by window k-1 or earlier (each window takes at most half the slots, layer l in
+   * slot l mod slots), so before its first upload the members up to k-1 are waited for (proven, passed
+   * on), and the runtime refuses the write (EBUSY slot-in-flight) if any in-flight member may read the
+   * slot. A failure part-way (a layer read, a refused member) stops staging; the last admitted member then
+   * brings the group back (or the loss fences the forward) and the failure is thrown.
+   */
+  async #overlapped(ranges: readonly LayerRange[], T: number, allRows: boolean, layers: boolean, tokens: readonly number[], pos0: number, group: AllocationGroup): Promise<{ back: AllocationGroup; entry: GraphEntry }> {
+    const bounded = this.#window!;
+    const window = bounded.window;
+    // Every window's graph is compiled while the group is in hand (the chain holds it afterwards).
+    const entries = ranges.map((range) => this.#graphFor(T, allRows, layers, 'ids', group, false, range));
+    for (let l = ranges[0]!.first; l < ranges[0]!.end; l++) {
+      await window.acquire(l, async (layer, index, _e, data) => {
+        using m = group.viewMut(bounded.descriptors[layer]![index]!);
+        await m.write(data);
+      });
+    }
+    {
+      using m = group.viewMut<'u32'>(entries[0]!.ids);
+      await m.write(this.#idsFor(tokens));
+    }
+    const step = { pos: pos0 };
+    this.#group = undefined;
+    const handles: ChainHandle[] = [
+      await this.runtime.chain(entries[0]!.graph, group, { step }).catch((err: unknown) => {
+        this.#group = group; // rejected before admission: still ours, untouched
+        throw err;
+      }),
+    ];
+    /** Members whose outcome was taken (in order). */
+    let taken = 0;
+    const takePassed = async (): Promise<void> => {
+      const outcome = await handles[taken++]!.wait();
+      if (outcome.kind === 'passed-on') outcome.fresh.dispose();
+      else if (outcome.kind === 'completion-unproven') {
+        this.#lost = outcome.cause;
+        throw outcome.cause;
+      }
+      // passed-on-failed: the last member carries the chain's failure with the group.
+    };
+    let failure: unknown;
+    try {
+      for (let k = 1; k < ranges.length; k++) {
+        const current = handles[k - 1]!;
+        for (let l = ranges[k]!.first; l < ranges[k]!.end; l++) {
+          await window.acquire(
+            l,
+            async (layer, index, _e, data) => {
+              // The slots of window k were last read by windows <= k-2: wait until those are proven.
+              while (taken < k - 1) await takePassed();
+              await current.write(bounded.descriptors[layer]![index]!, data);
+            },
+            true,
+          );
+        }
+        handles.push(await current.chain(entries[k]!.graph, { step }));
+      }
+    } catch (err) {
+      failure = err;
+    }
+    if (this.#lost !== undefined) throw this.#lost;
+    while (taken < handles.length - 1) await takePassed();
+    const outcome = await handles[handles.length - 1]!.wait();
+    if (outcome.kind === 'completion-unproven') {
+      this.#lost = outcome.cause;
+      throw outcome.cause;
+    }
+    if (outcome.kind === 'retired-failed') {
+      this.#group = outcome.inputs;
+      throw outcome.cause;
+    }
+    if (outcome.kind !== 'completed') throw new TenonError('EIO', 'the last member of a step passed its group on', { op: 'forward.run', reason: 'chain-passed-on' });
+    const back = outcome.bundle.intoGroup().group;
+    this.#group = back;
+    if (failure !== undefined) throw failure;
+    return { back, entry: entries[entries.length - 1]! };
   }
 
   /** Submits one plain step on the group and waits for its proven outcome; returns the group. */

@@ -7,13 +7,20 @@
 //   window of `slots` slots of `slotBytes` each (slots * slotBytes <= bytes). Layer l always lives in slot
 //   l mod slots; a step runs the layers as ceil(layers / slots) submissions of `slots` layers each, and
 //   before each one the layers it reads are written into their slots (skipped when a slot still holds
-//   that layer: a window as large as the model uploads each layer once).
+//   that layer: a window as large as the model uploads each layer once). That is the serial schedule.
+//   The overlapped one (the default where it applies: two slots or more, fewer slots than layers, no
+//   expert cache) runs submissions of floor(slots / 2) layers chained on the group and stages every later
+//   window's layers while the window before computes: a window's slots were last read two windows back.
 // Ownership. The window's slot allocations belong to the forward's state group (a submission binds one
 // group), so a slot is written only while the forward holds that group, i.e. only after the submission
 // that last read the slot returned the group with a proven outcome (G3): a slot is never reused before its
 // reader is proven complete. A step that ends completion-unproven leaves the state group, slots included,
 // retained by the runtime forever, and the forward is fenced (ENODEV). Releasing the forward releases the
-// window with the rest of the group.
+// window with the rest of the group. Overlapped schedule: the group is held by the chain's newest member,
+// and a slot is written through the runtime's staged write (ChainHandle.write), which the runtime refuses
+// (EBUSY slot-in-flight) while any in-flight member's graph declares the slot's allocation; the forward
+// first waits until the members that read the slot (two windows back or earlier) are proven. Either way a
+// slot is written only after every submission that read it was proven complete.
 // What this module owns: the plan (validated before anything is allocated: a budget below the largest
 // layer is EINVAL `budget-below-layer` with the numbers), the host copies, the slot bookkeeping (which
 // layer each slot holds; a slot whose upload failed part-way holds nothing) and the counters. It performs
@@ -43,6 +50,11 @@ export type ResidencyPolicy =
        * (LRU) on demand. The budget covers the window and every layer's cache.
        */
       readonly experts?: number;
+      /**
+       * Overlap the next window's uploads with the current window's compute (default true). Applies with
+       * two slots or more, fewer slots than layers and no expert cache; `false` keeps the serial schedule.
+       */
+      readonly overlap?: boolean;
     };
 /** The expert roles a cache serves (in slot order: gate, up, down). */
 export const EXPERT_ROLES: readonly LayerRole[] = ['ffnGateExperts', 'ffnUpExperts', 'ffnDownExperts'];
@@ -66,8 +78,19 @@ export interface ResidencyReport {
   /** Packed bytes of the largest layer and of all layers. */
   readonly largestLayerBytes: number;
   readonly layerBytes: number;
-  /** Submissions per step (1 resident; ceil(layers / slots) bounded; at least 3 per layer with an expert cache). */
+  /**
+   * Submissions per step (1 resident; ceil(layers / layersPerSubmission) bounded; at least 3 per layer
+   * with an expert cache).
+   */
   readonly submissionsPerStep: number;
+  /** Whether the window runs the overlapped schedule (WindowPlan.overlap). */
+  readonly overlap: boolean;
+  /**
+   * Layer uploads issued while an earlier submission of the same step was in flight (staged writes into
+   * slots it does not read), and the host milliseconds they took (benchmarks only, never asserted).
+   */
+  readonly overlappedUploads: number;
+  readonly overlappedUploadMilliseconds: number;
   /** Layer bytes written into slots so far, layer uploads so far, and tokens processed so far. */
   readonly bytesUploaded: number;
   readonly layerUploads: number;
@@ -77,8 +100,8 @@ export interface ResidencyReport {
   /** The expert cache (bounded with `experts`): slots per layer, bytes in all, and its counters. */
   readonly experts?: ExpertCacheReport;
   /**
-   * Host milliseconds spent issuing slot uploads (a measurement for benchmarks, never asserted). None of
-   * it is hidden behind compute: uploads run between submissions, after each proof.
+   * Host milliseconds spent issuing slot uploads (a measurement for benchmarks, never asserted). In the
+   * serial schedule none of it is hidden: uploads run between submissions, after each proof.
    */
   readonly uploadMilliseconds: number;
 }
@@ -146,6 +169,13 @@ export interface WindowPlan {
   readonly slots: number;
   readonly slotBytes: number;
   readonly layers: readonly LayerPlan[];
+  /**
+   * Overlapped schedule: submissions of floor(slots / 2) layers chained on the group, the next window's
+   * layers staged into slots no in-flight submission reads while the current one computes.
+   */
+  readonly overlap: boolean;
+  /** Layers per submission: slots (serial) or floor(slots / 2) (overlapped). */
+  readonly layersPerSubmission: number;
 }
 
 type PartsOf = ReadonlyMap<string, readonly { readonly firstRow: number; readonly rows: number; readonly byteLength: number }[]>;
@@ -160,6 +190,7 @@ export function checkPolicy(policy: ResidencyPolicy | undefined, op: string): Re
   if (policy.kind === 'resident') return policy;
   if (policy.kind === 'bounded') {
     if (!Number.isSafeInteger(policy.bytes) || policy.bytes < 1) throw new TenonError('EINVAL', 'residency.bytes must be a positive integer', { op, reason: 'bad-residency' });
+    if (policy.overlap !== undefined && typeof policy.overlap !== 'boolean') throw new TenonError('EINVAL', 'residency.overlap must be a boolean', { op, reason: 'bad-residency' });
     return policy;
   }
   throw new TenonError('EINVAL', "residency.kind must be 'resident' or 'bounded'", { op, reason: 'bad-residency' });
@@ -170,7 +201,7 @@ export function checkPolicy(policy: ResidencyPolicy | undefined, op: string): Re
  * slot size (the largest layer) and the slot count (as many whole slots as the budget holds, at most one
  * per layer). EINVAL `budget-below-layer` with ids { budget, largestLayer } when one slot does not fit.
  */
-export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number, op: string, expertSlots?: number): WindowPlan {
+export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number, op: string, expertSlots?: number, overlap = true): WindowPlan {
   let experts: ExpertPlan | undefined;
   if (expertSlots !== undefined) {
     const n = model.config.experts;
@@ -219,7 +250,13 @@ export function planWindow(model: LoadedModel, partsOf: PartsOf, budget: number,
     });
   }
   const slots = Math.min(layers.length, Math.floor((budget - cacheBytes) / slotBytes));
-  return experts === undefined ? { budget, slots, slotBytes, layers } : { budget, slots, slotBytes, layers, experts };
+  // Overlap needs a slot the in-flight submission does not read (two or more), a window smaller than the
+  // model (else nothing is uploaded after the first step) and no expert cache (its fetches depend on ids
+  // the router computes in the submission before).
+  const overlapped = overlap && experts === undefined && slots >= 2 && slots < layers.length;
+  const layersPerSubmission = overlapped ? Math.floor(slots / 2) : slots;
+  const plan = { budget, slots, slotBytes, layers, overlap: overlapped, layersPerSubmission };
+  return experts === undefined ? plan : { ...plan, experts };
 }
 
 /** Named fault seam of a window (fires once). */
@@ -246,6 +283,8 @@ export class LayerWindow {
   #uploads = 0;
   #tokens = 0;
   #uploadMs = 0;
+  #overlapped = 0;
+  #overlappedMs = 0;
   readonly faults: WindowFaults = {
     failLayerRead: (layer: number): void => {
       this.#failRead = layer;
@@ -308,9 +347,10 @@ export class LayerWindow {
    * Makes layer `l`'s slot hold it: nothing when it does already, else every entry written through
    * `write`. The slot holds nothing while the upload runs, so a failure part-way leaves it empty (its
    * next acquire writes the whole layer again). Call only while the caller holds the group (no
-   * submission reads the slot).
+   * submission reads the slot), or, with `overlapped`, through a staged write that the runtime refuses
+   * unless no in-flight submission may read the slot (counted as an overlapped upload).
    */
-  async acquire(layer: number, write: SlotWriter): Promise<void> {
+  async acquire(layer: number, write: SlotWriter, overlapped = false): Promise<void> {
     const slot = this.slotOf(layer);
     if (this.holds(slot, layer)) return;
     this.#holds[slot] = -1;
@@ -326,9 +366,12 @@ export class LayerWindow {
         this.#bytesUploaded += e.byteLength;
       }
     } finally {
-      this.#uploadMs += performance.now() - started;
+      const ms = performance.now() - started;
+      this.#uploadMs += ms;
+      if (overlapped) this.#overlappedMs += ms;
     }
     this.#uploads++;
+    if (overlapped) this.#overlapped++;
     this.#holds[slot] = layer;
   }
 
@@ -348,7 +391,10 @@ export class LayerWindow {
       largestLayerBytes: Math.max(...this.plan.layers.map((l) => l.packedBytes)),
       layerBytes,
       // With an expert cache: three per routed layer (more when a step needs more rounds of experts).
-      submissionsPerStep: this.experts === undefined ? Math.ceil(this.plan.layers.length / this.plan.slots) : 3 * this.plan.layers.length,
+      submissionsPerStep: this.experts === undefined ? Math.ceil(this.plan.layers.length / this.plan.layersPerSubmission) : 3 * this.plan.layers.length,
+      overlap: this.plan.overlap,
+      overlappedUploads: this.#overlapped,
+      overlappedUploadMilliseconds: this.#overlappedMs,
       bytesUploaded: this.#bytesUploaded,
       layerUploads: this.#uploads,
       tokens: this.#tokens,
@@ -371,6 +417,9 @@ export function residentReport(layerPackedBytes: readonly number[], tokens: numb
     largestLayerBytes: Math.max(0, ...layerPackedBytes),
     layerBytes,
     submissionsPerStep: 1,
+    overlap: false,
+    overlappedUploads: 0,
+    overlappedUploadMilliseconds: 0,
     bytesUploaded: 0,
     layerUploads: 0,
     tokens,

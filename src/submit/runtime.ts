@@ -25,6 +25,11 @@
 // that cause (they ran on possibly-bad state; the inputs come back only when the whole chain is proven),
 // and refuses new members (EIO chain-failed); the first member that cannot be proven makes every later
 // member completion-unproven too, and the group's roots are retained forever by the member holding it.
+// Staged writes (TS-residency-stage-write). While a chain's newest member holds the group, `handle.write(slot, data)`
+// writes host bytes into one of its allocations without waiting, ordered after the members admitted so far
+// and before the next one (queue order); it is refused (EBUSY slot-in-flight) when any member of the chain
+// still in flight may bind that allocation: a compiled graph declares every slot it binds, so the runtime
+// knows, per member, which allocations it may read. A proven member reads nothing any more.
 // Readbacks (readback.ts). A submission may declare small ranges of its group; on WebGPU their copies and
 // the submission's completion stamp end its command buffer in a pooled staging buffer, mapped right after
 // queue.submit. A stamp that reads back the submission's own number proves it like a fence (fence.ts), so
@@ -42,7 +47,7 @@
 // Thread: the runtime lives on the thread of its provider; GPU objects never leave it.
 import { TenonError, isTenonError } from '../errors.js';
 import { AllocationGroup, TensorView, WebGPUProvider, createAllocationGroup, zeros } from '../storage/index.js';
-import type { AnyTypedArray, DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
+import type { AllocationSlot, AnyTypedArray, DescriptorSlot, HostProvider, PreparedHostRead, PreparedHostWrite, Provider, Tensor } from '../storage/index.js';
 import { Bundle, SubmitRejected } from './outcome.js';
 import type { ChainOutcome, Outcome, Readback, UnprovenDiagnostics } from './outcome.js';
 import { CompletionFence } from './fence.js';
@@ -123,6 +128,11 @@ export interface RuntimeStats {
   readonly readbackBuffers: number;
   /** Readback staging buffers whose map is in flight now. */
   readonly readbackBuffersInUse: number;
+  /** Writes staged into a chain's group through ChainHandle.write, and their bytes. */
+  readonly stagedWrites: number;
+  readonly stagedBytes: number;
+  /** Staged writes issued while at least one member of their chain was in flight (upload beside compute). */
+  readonly stagedWhileInFlight: number;
 }
 
 /** One output of a scoped call: fresh outputs are owned, input outputs stay the caller's borrowed views. */
@@ -213,6 +223,14 @@ class RetirementRecord {
   retired: Promise<void> = Promise.resolve();
   /** Set while parked: decides the outcome now (completed or retired-failed). */
   unpark: (() => void) | undefined;
+  /**
+   * Chain members: the allocations of the group its program may bind (from the graph's declared inputs),
+   * or undefined when unknown (treated as every allocation). A staged write never targets one of these
+   * while the record is in flight.
+   */
+  binds: ReadonlySet<AllocationSlot> | undefined;
+  /** A staged write into the group this record holds is running (no member is admitted meanwhile). */
+  writing = false;
   readonly outcome: Promise<ChainOutcome>;
   readonly decide: (outcome: ChainOutcome) => void;
   detached = false;
@@ -319,6 +337,14 @@ export class ChainHandle {
     return this.#runtime.chain(program, this, options);
   }
 
+  /**
+   * Stages a write of `data` into `slot` of the group this member holds, ordered after every member
+   * admitted so far and before the next one: runtime.stageWrite(this, slot, data).
+   */
+  write(slot: DescriptorSlot, data: Uint32Array | Float32Array): Promise<void> {
+    return this.#runtime.stageWrite(this, slot, data);
+  }
+
   /** Stops observing. If the outcome was not taken, the runtime releases what it carries once decided. */
   dispose(): void {
     const record = this.#record;
@@ -358,7 +384,12 @@ export class Runtime {
     readbackMaps: 0,
     bytesReadBack: 0,
     freshBuffers: 0,
+    stagedWrites: 0,
+    stagedBytes: 0,
+    stagedWhileInFlight: 0,
   };
+  /** The descriptor slots each graph compiled here declares as inputs (every slot it may bind). */
+  readonly #graphInputs = new WeakMap<Program, readonly DescriptorSlot[]>();
   /** Pipelines of every graph compiled on this runtime, keyed by kernel and constants. */
   readonly #pipelines = new PipelineCache();
   /** Bind groups and buffers the graphs of this runtime created. */
@@ -408,7 +439,9 @@ export class Runtime {
     if (this.provider instanceof WebGPUProvider && this.provider.lossObserved) {
       throw new TenonError('ENODEV', 'device lost', { op: 'runtime.compile', reason: 'device-lost' });
     }
-    return new CompiledGraph(this, this.provider, spec, this.#pipelines, this.#host, this.#graphMeter);
+    const graph = new CompiledGraph(this, this.provider, spec, this.#pipelines, this.#host, this.#graphMeter);
+    this.#graphInputs.set(graph, Object.values(spec.inputs ?? {}).map((decl) => decl.slot));
+    return graph;
   }
 
   /** Which kernels run on this runtime's host provider and how many dispatches took each path; undefined on WebGPU. */
@@ -447,6 +480,9 @@ export class Runtime {
       bindGroupsCreated: this.#graphMeter.bindGroupsCreated,
       readbackBuffers: pool?.created ?? 0,
       readbackBuffersInUse: pool?.inUse ?? 0,
+      stagedWrites: s.stagedWrites,
+      stagedBytes: s.stagedBytes,
+      stagedWhileInFlight: s.stagedWhileInFlight,
     };
   }
 
@@ -489,6 +525,45 @@ export class Runtime {
     const handle = new ChainHandle(this, record);
     this.#members.set(handle, record);
     return handle;
+  }
+
+  /**
+   * Staged write (TS-residency-stage-write): writes `data` into `slot` of the group held by the chain's newest member
+   * `handle` without waiting for it, ordered on the queue after every member admitted so far and before
+   * the next one (on WebGPU a queue.writeBuffer; on the host a copy before the next member's run). Allowed
+   * only where no member of the chain that is still in flight (not yet proven) may bind the slot's
+   * allocation: a member's graph declares every slot it binds, and a program whose inputs are unknown
+   * counts as binding everything. Refused, with nothing written: EBUSY `slot-in-flight` (ids submission,
+   * allocation) when an unproven member may read it; EBUSY `write-pending` while another staged write runs;
+   * the chain() refusals of #checkExtendable (not the newest member, chain ended, failed or unproven);
+   * ENODEV on a lost device. The slot must be a contiguous view of whole 4-byte words.
+   */
+  async stageWrite(handle: ChainHandle, slot: DescriptorSlot, data: Uint32Array | Float32Array): Promise<void> {
+    const op = 'chain.write';
+    const record = this.#members.get(handle);
+    if (record === undefined) throw new TenonError('EINVAL', 'the handle belongs to another runtime', { op, reason: 'foreign-handle', ids: { submission: handle.index } });
+    this.#checkExtendable(record, op);
+    this.#checkDevice(op);
+    const group = record.inputs!;
+    const target = group.allocationOf(slot);
+    let inFlight = 0;
+    for (const r of this.#inFlight) {
+      if (r.chain !== record.chain) continue;
+      inFlight++;
+      if (r.binds === undefined || r.binds.has(target)) {
+        throw new TenonError('EBUSY', `submission ${r.index} may read allocation ${target} and is not proven complete`, { op, reason: 'slot-in-flight', ids: { submission: r.index, allocation: target } });
+      }
+    }
+    record.writing = true;
+    try {
+      using m = group.viewMut(slot);
+      await m.write(data as never);
+    } finally {
+      record.writing = false;
+    }
+    this.#stats.stagedWrites++;
+    this.#stats.stagedBytes += data.byteLength;
+    if (inFlight > 0) this.#stats.stagedWhileInFlight++;
   }
 
   /**
@@ -646,7 +721,9 @@ export class Runtime {
   #record(program: Program, source: Source, inputs: AllocationGroup, fresh: AllocationGroup, outputs: BoundWork['outputs'], readback: ReadbackPlan | undefined, extendable: boolean): RetirementRecord {
     const previous = source.kind === 'member' ? source.record : undefined;
     const chain: ChainState = previous?.chain ?? { failure: undefined, unproven: undefined };
+    const binds = extendable ? this.#bindsOf(program, inputs) : undefined;
     const record = new RetirementRecord(++this.#index, program, chain, extendable, previous, inputs.take(), fresh.take(), outputs, readback);
+    record.binds = binds;
     if (previous !== undefined) {
       previous.inputs = undefined;
       previous.successor = record;
@@ -657,6 +734,17 @@ export class Runtime {
     this.#inFlight.add(record);
     this.#stats.admitted++;
     return record;
+  }
+
+  /** The allocations of `group` a graph compiled here may bind (undefined: unknown, i.e. every one). */
+  #bindsOf(program: Program, group: AllocationGroup): ReadonlySet<AllocationSlot> | undefined {
+    const slots = this.#graphInputs.get(program);
+    if (slots === undefined) return undefined;
+    try {
+      return new Set(slots.map((s) => group.allocationOf(s)));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Program-level checks (no group): a program of this runtime, no abort, a usable device. */
@@ -695,6 +783,7 @@ export class Runtime {
       throw new TenonError('EMOVED', `submission ${record.index} passed its group on to ${record.successor.index}`, { op, reason: 'chain-passed-on', ids });
     }
     if (record.inputs === undefined) throw new TenonError('EMOVED', 'the chain ended: its group went back to its owner', { op, reason: 'chain-ended', ids });
+    if (record.writing) throw new TenonError('EBUSY', 'a staged write into this group is running', { op, reason: 'write-pending', ids });
     if (record.chain.failure !== undefined) {
       throw new TenonError('EIO', 'a member of this chain failed; wait for the last member to get the inputs back', { op, reason: 'chain-failed', ids, cause: record.chain.failure });
     }
