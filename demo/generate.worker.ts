@@ -10,13 +10,16 @@
 // together by the next successful load, after the old session and provider are retired. Uses only
 // tenon's public API, from the built ES module bundle.
 import {
+  TenonError,
   TextSession,
+  Trainer,
   connectSession,
   createProvider,
   createRuntime,
   descriptorSource,
   isTenonError,
   loadModel,
+  parseLlamaModel,
   readModelSource,
   renderChat,
   sha256Hex,
@@ -36,6 +39,8 @@ import type {
   Reply,
   Request,
   StopReason,
+  TeachArgs,
+  TeachResult,
   TokenRecord,
   WireError,
   WorkerApi,
@@ -71,6 +76,11 @@ let running: AbortController | undefined;
 let force: ForceToken | undefined;
 let logitsSeen = 0;
 const encoder = new TextEncoder();
+/** The training in progress (the stopTeach call aborts it between steps). */
+let teaching: AbortController | undefined;
+/** Bounds of the teach panel's settings (the page clamps too; the worker refuses what is outside). */
+const TEACH_MAX_STEPS = 2000;
+const TEACH_SEED = 7;
 
 function post(message: Reply | WorkerEvent): void {
   self.postMessage(message);
@@ -443,6 +453,63 @@ const api: WorkerApi = {
   async reload() {
     retire();
     return start();
+  },
+
+  /**
+   * Fine-tunes the loaded llama2.c model on `args.text` (Trainer, full fine-tune, AdamW) on the session's
+   * runtime, one step at a time with a 'teach-progress' event per step and a turn of the event loop in
+   * between (so a stopTeach call is seen); then the trained weights (Trainer.exportModel) replace the
+   * session's model: generate runs them, under their own model identity (prompt caches are per model).
+   * The trainer is disposed either way; `model` (the base) stays, and reload returns to it.
+   */
+  async teach(args: TeachArgs): Promise<TeachResult> {
+    const op = 'demo.teach';
+    const m = need(model, 'model');
+    const r = need(runtime, 'runtime');
+    const d = need(modelFile, 'model file');
+    if (teaching !== undefined || running !== undefined) throw new TenonError('EBUSY', 'a run is in progress', { op, reason: 'busy' });
+    if (m.format === 'gguf') throw new TenonError('ENOTSUP', 'teaching runs on llama2.c checkpoints (such as stories260K) only', { op, reason: 'not-llama2c' });
+    if (typeof args.text !== 'string' || args.text.trim() === '') throw new TenonError('EINVAL', 'paste some text to learn from', { op, reason: 'no-text' });
+    if (!Number.isInteger(args.steps) || args.steps < 1 || args.steps > TEACH_MAX_STEPS) throw new TenonError('EINVAL', `steps must be 1..${TEACH_MAX_STEPS}`, { op, reason: 'bad-param', ids: { param: 'steps' } });
+    const tokens = m.tokenizer.encode(args.text);
+    if (tokens.length < args.seqLen + 1) throw new TenonError('EINVAL', `the text is ${tokens.length} tokens; it needs at least ${args.seqLen + 1} (paste a few more sentences)`, { op, reason: 'text-too-short' });
+    // The checkpoint is small enough to read whole (the trainer copies its weights onto the provider).
+    const source = descriptorSource(d);
+    const file = parseLlamaModel(await source.read(0, source.size));
+    const controller = new AbortController();
+    teaching = controller;
+    const trainer = await Trainer.create(r, file, { seqLen: args.seqLen, seed: TEACH_SEED, optimizer: { lr: args.lr } }).catch((err: unknown) => {
+      teaching = undefined;
+      throw err;
+    });
+    const losses: number[] = [];
+    try {
+      while (losses.length < args.steps && !controller.signal.aborted) {
+        const [loss] = await trainer.train(tokens, 1);
+        losses.push(loss!);
+        post({ event: 'teach-progress', step: losses.length, steps: args.steps, loss: loss! });
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      if (losses.length > 0) {
+        const trained = await trainer.exportModel();
+        const maxSeq = Math.min(m.config.contextLength, MAX_SEQ);
+        const next = await TextSession.create({ runtime: r, model: trained, tokenizer: m.tokenizer, maxSeq, observer });
+        const old = session;
+        session = next;
+        modelId = (await next.identity()).modelId;
+        old?.dispose();
+      }
+    } finally {
+      trainer.dispose();
+      teaching = undefined;
+    }
+    return { steps: losses.length, losses, stopped: controller.signal.aborted, tokens: tokens.length, modelId, memory: memory()! };
+  },
+
+  async stopTeach() {
+    if (teaching === undefined) return false;
+    teaching.abort();
+    return true;
   },
 };
 

@@ -31,6 +31,8 @@ import type {
   Method,
   Reply,
   StopReason,
+  TeachArgs,
+  TeachResult,
   TokenRecord,
   WireError,
   WorkerApi,
@@ -49,7 +51,7 @@ const DEFAULT_MAX_TOKENS = 64;
 /** Errors of these operations mean the file is not a model tenon can read. */
 const MODEL_FILE_OPS = new Set(['session.parseLlamaModel', 'session.parseTokenizer', 'gguf.parse', 'model.load', 'model.tokenizerFromGguf', 'lowering.geometry']);
 
-type State = 'starting' | 'idle' | 'loading' | 'ready' | 'generating' | 'device-lost' | 'recovering' | 'error';
+type State = 'starting' | 'idle' | 'loading' | 'ready' | 'generating' | 'teaching' | 'device-lost' | 'recovering' | 'error';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string): T => document.getElementById(id) as T;
 const query = new URLSearchParams(location.search);
@@ -156,6 +158,9 @@ const demo = {
   lastChat: undefined as ChatReport | undefined,
   /** Token ids of every streamed token of the current chat reply so far (for tests that watch the stream). */
   streamed: [] as number[],
+  /** The teach panel: losses of the training in progress (or the last one), step by step, and its result. */
+  teachLosses: [] as number[],
+  lastTeach: undefined as { result?: TeachResult; error?: WireError } | undefined,
   faults: {
     /** Terminates the generation worker when the n-th token of the next run arrives. */
     killWorkerAfterTokens(n: number): void {
@@ -176,12 +181,15 @@ function setState(next: State): void {
   state = next;
   document.body.dataset['state'] = next;
   $('state').textContent = `(${next})`;
-  const busy = next === 'loading' || next === 'generating' || next === 'recovering' || next === 'starting';
+  const busy = next === 'loading' || next === 'generating' || next === 'teaching' || next === 'recovering' || next === 'starting';
   $<HTMLButtonElement>('load').disabled = busy;
   $<HTMLButtonElement>('generate').disabled = next !== 'ready';
   $<HTMLButtonElement>('send').disabled = next !== 'ready';
   $<HTMLButtonElement>('new-chat').disabled = next !== 'ready';
   $<HTMLButtonElement>('stop').disabled = next !== 'generating';
+  $<HTMLButtonElement>('teach').disabled = next !== 'ready';
+  $<HTMLButtonElement>('teach-stop').disabled = next !== 'teaching';
+  $<HTMLButtonElement>('teach-base').disabled = next !== 'ready' || !adapted;
 }
 
 function message(kind: 'info' | 'warn' | 'error' | 'none', text = ''): void {
@@ -315,6 +323,7 @@ function startWorker(): GenerationWorker {
   return new GenerationWorker((e) => {
     if (e.event === 'progress') progress(e.file, e.file === 'model' ? 'uploading weights of' : 'reading from OPFS:', e, false);
     else if (e.event === 'device-lost') deviceLost({ code: 'ENODEV', reason: 'device-lost', message: `${e.reason}: ${e.message}` });
+    else if (e.event === 'teach-progress') teachProgress(e.step, e.steps, e.loss);
   });
 }
 
@@ -376,6 +385,8 @@ async function load(sources: { model: ModelSource; tokenizer: ModelSource | unde
     showMemory(info.memory);
     newChat();
     showView(info.model.chat);
+    $('teach-view').hidden = info.model.format === 'gguf';
+    resetTeach('–');
     if (info.fallback !== undefined) {
       message('warn', `WebGPU is not available in this browser (${describe(info.fallback)}). Running on tenon's host provider (CPU) instead: same results, slower.`);
     } else if (info.selection.reason === 'fallback-adapter' || info.selection.reason === 'software-adapter') {
@@ -661,6 +672,106 @@ async function refreshMemory(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Teach it: fine-tune the loaded llama2.c model in the worker, with a live loss plot
+
+/** Plot size in SVG units (the viewBox of #loss-plot). */
+const PLOT_WIDTH = 300;
+const PLOT_HEIGHT = 100;
+/** Tokens per training window. */
+const TEACH_SEQ_LEN = 16;
+const TEACH_DEFAULT_STEPS = 100;
+const TEACH_MAX_STEPS = 2000;
+const TEACH_DEFAULT_LR = 3e-3;
+/** The session runs trained weights (Back to the base model reloads the base). */
+let adapted = false;
+
+function drawLoss(losses: readonly number[], steps: number): void {
+  const top = Math.max(...losses, Number.MIN_VALUE);
+  const dx = PLOT_WIDTH / Math.max(1, steps - 1);
+  $('loss-line').setAttribute('points', losses.map((l, i) => `${(i * dx).toFixed(2)},${(PLOT_HEIGHT - (l / top) * PLOT_HEIGHT).toFixed(2)}`).join(' '));
+  $('loss-plot').dataset['points'] = String(losses.length);
+}
+
+/** Back on the base model: no trained weights, an empty plot. */
+function resetTeach(status: string): void {
+  adapted = false;
+  delete $('teach-view').dataset['adapted'];
+  clearPlot(status);
+}
+
+/** An empty plot (a new training, or the base model); whether the session runs trained weights is unchanged. */
+function clearPlot(status: string): void {
+  demo.teachLosses = [];
+  $('loss-line').setAttribute('points', '');
+  $('loss-plot').dataset['points'] = '0';
+  $('teach-status').textContent = status;
+  delete $('teach-status').dataset['step'];
+  delete $('teach-status').dataset['done'];
+}
+
+function teachProgress(step: number, steps: number, loss: number): void {
+  demo.teachLosses.push(loss);
+  drawLoss(demo.teachLosses, steps);
+  const first = demo.teachLosses[0]!;
+  $('teach-status').textContent = `step ${step} of ${steps}: loss ${loss.toFixed(3)} (started at ${first.toFixed(3)})`;
+  $('teach-status').dataset['step'] = String(step);
+}
+
+async function teach(): Promise<void> {
+  setState('teaching');
+  message('none');
+  clearPlot('starting…');
+  const rawSteps = Number($<HTMLInputElement>('teach-steps').value);
+  const steps = Number.isInteger(rawSteps) ? Math.max(1, Math.min(TEACH_MAX_STEPS, rawSteps)) : TEACH_DEFAULT_STEPS;
+  const rawLr = Number($<HTMLInputElement>('teach-lr').value);
+  const args: TeachArgs = { text: $<HTMLTextAreaElement>('teach-text').value, steps, lr: rawLr > 0 && Number.isFinite(rawLr) ? rawLr : TEACH_DEFAULT_LR, seqLen: TEACH_SEQ_LEN };
+  try {
+    const result = await worker.call('teach', args);
+    demo.lastTeach = { result };
+    // No step run (stopped at once): the session keeps the weights it had.
+    if (result.steps > 0) {
+      adapted = true;
+      $('teach-view').dataset['adapted'] = result.modelId;
+    }
+    const first = result.losses[0];
+    const last = result.losses[result.losses.length - 1];
+    $('teach-status').textContent =
+      first === undefined || last === undefined
+        ? 'Stopped before the first step: the base model is unchanged.'
+        : `${result.stopped ? 'Stopped after' : 'Trained'} ${result.steps} steps on ${result.tokens} tokens: loss ${first.toFixed(3)} → ${last.toFixed(3)}. Generate now runs the trained weights (model ${result.modelId.slice(0, 12)}…).`;
+    $('teach-status').dataset['done'] = String(result.steps);
+    showMemory(result.memory);
+    setState('ready');
+  } catch (err) {
+    const w = wireOf(err);
+    demo.lastTeach = { error: w };
+    message('error', `Training failed (${describe(w)}).`);
+    $('message').dataset['code'] = w.code;
+    $('teach-status').textContent = `failed: ${describe(w)}`;
+    if (w.code === 'ENODEV') deviceLost(w);
+    else setState(worker.dead ? 'error' : 'ready');
+  }
+}
+
+async function stopTeach(): Promise<void> {
+  if (state !== 'teaching' || worker.dead) return;
+  await worker.call('stopTeach').catch(() => undefined);
+}
+
+async function backToBase(): Promise<void> {
+  setState('recovering');
+  try {
+    const info = await worker.call('reload');
+    showMemory(info.memory);
+    resetTeach('Back on the base model.');
+    setState('ready');
+  } catch (err) {
+    message('error', `Reloading the base model failed (${describe(wireOf(err))}).`);
+    setState('error');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Recovery
 
 function deviceLost(e: WireError): void {
@@ -736,6 +847,7 @@ async function main(): Promise<void> {
   }
   if (query.has('promptCache')) $<HTMLInputElement>('prompt-cache').checked = query.get('promptCache') === '1';
   if (query.has('speculative')) $<HTMLInputElement>('speculative').checked = query.get('speculative') === '1';
+  if (query.has('teachSteps')) $<HTMLInputElement>('teach-steps').value = query.get('teachSteps')!;
   showView(false);
   if (!crossOriginIsolated) {
     message('error', 'This page is not cross-origin isolated, so SharedArrayBuffer is unavailable and tenon\'s data plane cannot run. Serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp (npm run demo does).');
@@ -764,6 +876,9 @@ async function main(): Promise<void> {
   $('stop').addEventListener('click', () => void stopGeneration());
   $('new-chat').addEventListener('click', () => newChat());
   $('reload').addEventListener('click', () => void reloadModel());
+  $('teach').addEventListener('click', () => void teach());
+  $('teach-stop').addEventListener('click', () => void stopTeach());
+  $('teach-base').addEventListener('click', () => void backToBase());
   setState('idle');
   // Load at once: the embedded model (1 MB, offline), a model the address names, or one an earlier
   // visit cached. A model picked by URL that is not cached yet waits for "Load model" (it may be large).

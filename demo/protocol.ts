@@ -144,6 +144,28 @@ export interface ForceToken {
   readonly token: number;
 }
 
+/** The "teach it" panel: fine-tune the loaded llama2.c model on `text` in the worker (Trainer). */
+export interface TeachArgs {
+  readonly text: string;
+  readonly steps: number;
+  /** AdamW learning rate. */
+  readonly lr: number;
+  /** Tokens per training window. */
+  readonly seqLen: number;
+}
+
+export interface TeachResult {
+  /** Steps run (fewer than asked when stopped). */
+  readonly steps: number;
+  readonly losses: readonly number[];
+  readonly stopped: boolean;
+  /** Tokens the text encodes to. */
+  readonly tokens: number;
+  /** Identity of the adapted model the session now runs (the base's when no step ran). */
+  readonly modelId: string;
+  readonly memory: MemoryReport;
+}
+
 export interface WorkerApi {
   init(port: MessagePort): Promise<{ readonly runId: string }>;
   load(args: LoadArgs): Promise<LoadResult>;
@@ -158,6 +180,10 @@ export interface WorkerApi {
   forceToken(force: ForceToken): Promise<void>;
   /** After a device loss: a new provider, runtime and session over the same model. */
   reload(): Promise<LoadResult>;
+  /** Trains the loaded llama2.c model on a text (progress as 'teach-progress' events); the session then runs the trained weights. */
+  teach(args: TeachArgs): Promise<TeachResult>;
+  /** Ends the training in progress after the step being run (its call resolves with stopped: true). */
+  stopTeach(): Promise<boolean>;
 }
 
 export type Method = keyof WorkerApi;
@@ -172,7 +198,8 @@ export type Reply = { readonly id: number; readonly ok: true; readonly value: un
 
 export type WorkerEvent =
   | { readonly event: 'progress'; readonly file: 'model' | 'tokenizer'; readonly loaded: number; readonly total: number | undefined }
-  | { readonly event: 'device-lost'; readonly reason: string; readonly message: string };
+  | { readonly event: 'device-lost'; readonly reason: string; readonly message: string }
+  | { readonly event: 'teach-progress'; readonly step: number; readonly steps: number; readonly loss: number };
 
 /** One line of the token stream (newline-delimited JSON). */
 export type TokenRecord =
