@@ -1071,16 +1071,13 @@ export class LlamaForward {
     try {
       for (let k = 1; k < ranges.length; k++) {
         const current = handles[k - 1]!;
+        // The slots of window k were last read by windows <= k-2: before uploading into them, wait until
+        // those are proven (outside the upload, which the counters time).
+        let uploads = false;
+        for (let l = ranges[k]!.first; l < ranges[k]!.end; l++) uploads ||= !window.holds(window.slotOf(l), l);
+        if (uploads) while (taken < k - 1) await takePassed();
         for (let l = ranges[k]!.first; l < ranges[k]!.end; l++) {
-          await window.acquire(
-            l,
-            async (layer, index, _e, data) => {
-              // The slots of window k were last read by windows <= k-2: wait until those are proven.
-              while (taken < k - 1) await takePassed();
-              await current.write(bounded.descriptors[layer]![index]!, data);
-            },
-            true,
-          );
+          await window.acquire(l, (layer, index, _e, data) => current.write(bounded.descriptors[layer]![index]!, data), true);
         }
         handles.push(await current.chain(entries[k]!.graph, { step }));
       }
