@@ -113,15 +113,19 @@ async function readF32(group: AllocationGroup, slot: DescriptorSlot): Promise<Fl
   return await v.toArray();
 }
 
-/** A host runtime per kernel choice over its own provider. */
-function runtimes(): Record<'wasm' | 'scalar' | 'perDispatch', { provider: HostProvider; runtime: Runtime }> {
+type HostSide = { provider: HostProvider; runtime: Runtime };
+
+/** A host runtime per kernel choice over its own provider; with `perDispatch`, also the unprepared wasm side. */
+function runtimes(perDispatch = false): Record<'wasm' | 'scalar', HostSide> & { perDispatch?: HostSide } {
   const make = (choice: HostKernelChoice) => {
     const provider = createHostProvider();
     return { provider, runtime: createRuntime(provider, { hostKernels: choice }) };
   };
-  const perDispatch = make('wasm');
-  perDispatchHostRuntimes.add(perDispatch.runtime);
-  return { wasm: make('wasm'), scalar: make('scalar'), perDispatch };
+  const sides = { wasm: make('wasm'), scalar: make('scalar') };
+  if (!perDispatch) return sides;
+  const unprepared = make('wasm');
+  perDispatchHostRuntimes.add(unprepared.runtime);
+  return { ...sides, perDispatch: unprepared };
 }
 
 function pseudoRandom(n: number, seed: number): Float32Array {
@@ -288,7 +292,7 @@ interface DecodeRow {
 type SessionSource = { model: Awaited<ReturnType<typeof loadModel>> } | { model: ReturnType<typeof parseLlamaModel>; tokenizer: ReturnType<typeof parseTokenizer> };
 
 async function decodeCase(label: string, source: SessionSource, rounds: number, reference?: number): Promise<DecodeRow> {
-  const rts = runtimes();
+  const rts = runtimes(true);
   const sessions: Record<string, TextSession> = {};
   for (const [name, { runtime }] of Object.entries(rts)) {
     sessions[name] = 'tokenizer' in source
@@ -319,7 +323,7 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
   const [w, sc, pd] = await interleaved([side('wasm'), side('scalar'), side('perDispatch')], rounds);
   const wasmDispatches = rts.wasm.runtime.hostKernels()!.wasmDispatches - before;
   for (const name of ['wasm', 'scalar'] as const) kernelCounts(name, rts[name].runtime, label);
-  kernelCounts('wasm', rts.perDispatch.runtime, `${label} (per-dispatch)`);
+  kernelCounts('wasm', rts.perDispatch!.runtime, `${label} (per-dispatch)`);
   if (ids['perDispatch']!.join() !== ids['wasm']!.join()) throw new Error(`${label}: the per-dispatch side chose other ids`);
   let agree = 0;
   while (agree < ids['wasm']!.length && ids['wasm']![agree] === ids['scalar']![agree]) agree++;
