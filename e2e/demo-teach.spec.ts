@@ -8,7 +8,9 @@
 //   - Generate then runs the trained weights: its greedy ids are not llama2.c's base ones;
 //   - Stop ends a long training between steps (stopped, fewer steps than asked, still a trained model);
 //   - an empty text is refused with EINVAL no-text shown on the page, which stays usable;
-//   - "Back to the base model" reloads the base: llama2.c's greedy ids again.
+//   - "Back to the base model" reloads the base: llama2.c's greedy ids again;
+//   - forced onto WebGPU (?provider=webgpu, SwiftShader here) the panel trains GPU_STEPS steps and Generate
+//     runs the trained weights there too.
 import { expect, test } from '@playwright/test';
 import type { Page } from '@playwright/test';
 import { skipWithoutModels } from './fixtures.js';
@@ -25,6 +27,7 @@ const WINDOW = 3;
 /** The last losses' mean must be below this fraction of the first ones'. */
 const FALL = 0.8;
 const LONG_STEPS = 2000;
+const GPU_STEPS = 5;
 const TEXT = 'Tom had a blue kite. The wind took the kite up to the sky, and Tom ran after it with a big smile. Tom and his mom flew the kite all day.';
 const TIMEOUT = 45_000;
 
@@ -127,4 +130,18 @@ test('[SHIP-demo-teach] the teach panel trains stories260K in the worker with a 
   await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: TIMEOUT });
   await expect(page.locator('#teach-view')).not.toHaveAttribute('data-adapted', /./);
   expect((await generatedIds(page)).slice(0, GREEDY.length)).toEqual(GREEDY);
+});
+
+test('[SHIP-demo-teach] forced onto WebGPU, the teach panel trains and Generate runs the trained weights', async ({ page }) => {
+  await page.goto(`${DEMO}?${FIXTURE}&maxTokens=10&promptCache=0&provider=webgpu`);
+  await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: TIMEOUT });
+  await expect(page.locator('#adapter')).toHaveAttribute('data-provider', 'webgpu');
+  const baseId = await page.evaluate(() => (window as unknown as DemoWindow).tenonDemo.lastLoad!.modelId);
+  await page.fill('#teach-text', TEXT);
+  const taught = await train(page, GPU_STEPS);
+  expect(taught?.error).toBeUndefined();
+  expect(taught!.result!.steps).toBe(GPU_STEPS);
+  expect(taught!.result!.modelId).not.toBe(baseId);
+  await expect(page.locator('#loss-plot')).toHaveAttribute('data-points', String(GPU_STEPS));
+  expect((await generatedIds(page)).length).toBeGreaterThan(0);
 });
