@@ -2,11 +2,15 @@
 // host provider and WebGPU through Dawn. For stories260K (5 layers, F32) and tiny-llama Q4_K_M (4
 // layers), greedy decode tokens/s of the resident forward against bounded windows of every layer (the
 // window holds the model: each layer is uploaded once, a step costs only the extra submissions), half the
-// layers, and one layer (every step uploads every layer), measured in interleaved rounds. Per row: bytes
-// uploaded per token, host milliseconds spent issuing uploads per token, and how much of that is hidden
-// behind compute: none, by construction (uploads run between submissions, after each proof:
-// TS-residency-overlap is deferred), so the column reads 0 and the curve's slope is the upload cost plus
-// one submission and proof per window. Rows on Dawn are labelled "software adapter" (SwiftShader): they
+// layers in the serial schedule (overlap: false: each window's uploads after the proof of the one before)
+// and in the overlapped one (TS-residency-overlap: windows of floor(slots / 2) layers chained, the next
+// window staged while the current one computes), and one layer (serial: its only slot is the one the
+// in-flight submission reads), measured in interleaved rounds. Per row: bytes uploaded per token, host
+// milliseconds per token (step time) and spent issuing uploads, the share of that upload time issued
+// while a submission was in flight, host waits per token (runtime.stats().hostAwaits), and "hidden": for
+// the overlapped row, (serial step ms - overlapped step ms) / serial upload ms, clamped to 0..1 (the raw
+// difference is in the JSON: the overlapped schedule also pays for twice the submissions, so the net can
+// be negative where submissions cost more than uploads). Rows on Dawn are labelled "software adapter" (SwiftShader): they
 // describe that emulation, not a GPU. Writes bench/results/residency.json and prints a table. Nothing here
 // asserts anything about time; a bounded side whose ids differ from the resident side throws.
 import os from 'node:os';
@@ -41,6 +45,14 @@ interface Row extends HardwareLabel {
   readonly bytesUploadedPerToken: number;
   readonly uploadMsPerToken: number;
   readonly uploadHiddenFraction: number;
+  /** Host milliseconds per decode token (median round). */
+  readonly stepMsPerToken: number;
+  /** Overlapped rows: serial step ms - overlapped step ms per token (the same budget, the same run). */
+  readonly stepMsSavedVsSerial?: number;
+  /** Share of the upload host time issued while an earlier submission of the step was in flight. */
+  readonly uploadIssuedInFlightFraction: number;
+  /** Host waits on the GPU per decode token (fence and readback maps of the runtime). */
+  readonly hostWaitsPerToken: number;
   /** Expert cache rows: misses and hits per token, and expert bytes fetched per token. */
   readonly expertMissesPerToken?: number;
   readonly expertHitsPerToken?: number;
@@ -52,6 +64,7 @@ interface Side {
   readonly forward: LlamaForward;
   readonly times: number[];
   ids: number[] | undefined;
+  hostAwaits: number;
 }
 
 async function decodeRound(forward: LlamaForward, steps: number): Promise<{ ms: number; ids: number[] }> {
@@ -100,15 +113,18 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
     : [
         ['resident', { kind: 'resident' }],
         ['bounded: every layer', { kind: 'bounded', bytes: slot * layers }],
-        ['bounded: half', { kind: 'bounded', bytes: slot * Math.max(1, Math.floor(layers / 2)) }],
+        ['bounded: half, serial', { kind: 'bounded', bytes: slot * Math.max(1, Math.floor(layers / 2)), overlap: false }],
+        ['bounded: half, overlapped', { kind: 'bounded', bytes: slot * Math.max(1, Math.floor(layers / 2)) }],
         ['bounded: one layer', { kind: 'bounded', bytes: slot }],
       ];
-  const sides: Side[] = [{ label: 'resident', forward: resident, times: [], ids: undefined }];
-  for (const [label, policy] of policies.slice(1)) sides.push({ label, forward: await LlamaForward.create(runtime, model, { ...options, residency: policy }), times: [], ids: undefined });
+  const sides: Side[] = [{ label: 'resident', forward: resident, times: [], ids: undefined, hostAwaits: 0 }];
+  for (const [label, policy] of policies.slice(1)) sides.push({ label, forward: await LlamaForward.create(runtime, model, { ...options, residency: policy }), times: [], ids: undefined, hostAwaits: 0 });
   const before = new Map(sides.map((s) => [s, s.forward.residency()]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of sides) {
+      const awaits = runtime.stats().hostAwaits;
       const { ms, ids } = await decodeRound(side.forward, steps);
+      side.hostAwaits += runtime.stats().hostAwaits - awaits;
       side.times.push(ms);
       if (side.ids === undefined) side.ids = ids;
       else if (side.ids.join() !== ids.join()) throw new Error(`${side.label}: greedy ids changed between rounds`);
@@ -116,11 +132,22 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
     }
   }
   const label = hardwareLabel(where);
+  const perToken = (side: Side): { step: number; upload: number } => {
+    const r = side.forward.residency();
+    const b = before.get(side)!;
+    const tokens = r.tokens - b.tokens;
+    return { step: median(side.times) / steps, upload: tokens === 0 ? 0 : (r.uploadMilliseconds - b.uploadMilliseconds) / tokens };
+  };
+  const serial = sides.find((s) => s.label === 'bounded: half, serial');
   const rows = sides.map((side, i): Row => {
     const r: ResidencyReport = side.forward.residency();
     const b = before.get(side)!;
     const tokens = r.tokens - b.tokens;
     const upload = r.uploadMilliseconds - b.uploadMilliseconds;
+    const overlapped = r.overlappedUploadMilliseconds - b.overlappedUploadMilliseconds;
+    const mine = perToken(side);
+    const vsSerial = r.overlap && serial !== undefined ? perToken(serial) : undefined;
+    const saved = vsSerial === undefined ? undefined : vsSerial.step - mine.step;
     return {
       model: name,
       provider: provider.id,
@@ -132,7 +159,11 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
       tokensPerSecond: (steps * 1000) / median(side.times),
       bytesUploadedPerToken: tokens === 0 ? 0 : (r.bytesUploaded - b.bytesUploaded) / tokens,
       uploadMsPerToken: tokens === 0 ? 0 : upload / tokens,
-      uploadHiddenFraction: 0,
+      uploadHiddenFraction: saved === undefined || vsSerial!.upload === 0 ? 0 : Math.min(1, Math.max(0, saved / vsSerial!.upload)),
+      stepMsPerToken: mine.step,
+      ...(saved === undefined ? {} : { stepMsSavedVsSerial: saved }),
+      uploadIssuedInFlightFraction: upload === 0 ? 0 : overlapped / upload,
+      hostWaitsPerToken: side.hostAwaits / (ROUNDS * (steps + 1)),
       ...(r.experts === undefined || tokens === 0
         ? {}
         : {
@@ -147,7 +178,7 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
   return rows;
 }
 
-it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per token (host and Dawn)', async () => {
+it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per token, upload hidden by overlap (host and Dawn)', async () => {
   const loadAtStart = os.loadavg();
   const stories = await readModelFixture('stories260K.bin');
   const tok = await readModelFixture('tok512.bin');
@@ -168,7 +199,7 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
     rows.push(...(await measure(name, await load(), createHostProvider(), 'host', HOST_STEPS)));
     rows.push(...(await measure(name, await load(), gpu, adapter, DAWN_STEPS)));
   }
-  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'upload KiB/tok', 'upload ms/tok', 'hidden', 'expert miss/hit per tok', 'expert KiB/tok'];
+  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'step ms', 'waits/tok', 'upload KiB/tok', 'upload ms/tok', 'in flight', 'hidden', 'expert miss/hit per tok', 'expert KiB/tok'];
   const lines = rows.map((r) => [
     r.model,
     hardwareColumn(r),
@@ -177,16 +208,19 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
     (r.windowBytes / 1024).toFixed(0),
     String(r.submissionsPerStep),
     r.tokensPerSecond.toFixed(1),
+    r.stepMsPerToken.toFixed(2),
+    r.hostWaitsPerToken.toFixed(1),
     (r.bytesUploadedPerToken / 1024).toFixed(1),
     r.uploadMsPerToken.toFixed(3),
-    `${(r.uploadHiddenFraction * 100).toFixed(0)}%`,
+    `${(r.uploadIssuedInFlightFraction * 100).toFixed(0)}%`,
+    r.stepMsSavedVsSerial === undefined ? '' : `${(r.uploadHiddenFraction * 100).toFixed(0)}% (${r.stepMsSavedVsSerial >= 0 ? '-' : '+'}${Math.abs(r.stepMsSavedVsSerial).toFixed(2)} ms)`,
     r.expertMissesPerToken === undefined ? '' : `${r.expertMissesPerToken.toFixed(2)}/${r.expertHitsPerToken!.toFixed(2)}`,
     r.expertBytesPerToken === undefined ? '' : (r.expertBytesPerToken / 1024).toFixed(1),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   const note =
-    'bounded windows upload each layer into its slot between submissions, after the previous submission is proven complete: no upload is hidden behind compute (TS-residency-overlap deferred). A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory; a smaller window uploads every layer\'s bytes each token and adds one submission and proof per window per step. For these tiny models the upload is well under a millisecond per token, so on a loaded 2-core machine the tokens/s differences sit within the run-to-run noise; the bytes-per-token column is what grows with a real model (the whole layer weight per token once the window is smaller than the model). Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M). Expert caches add, per routed layer and step, one readback of the routed ids and two more submissions (more rounds when the cache is smaller than the distinct experts picked).';
+    "A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory. A smaller window uploads every layer's bytes each token. Serial schedule (overlap: false): each window's uploads run after the submission before it was proven, so the GPU idles during the uploads, the next submission and every proof wait. Overlapped schedule (the default with two slots or more: TS-residency-overlap): windows of floor(slots / 2) layers chained on the state group, each later window's layers staged (queue writes ordered before the next submission) while the window before computes: twice the submissions and fence waits, but no idle gap between windows. 'in flight' is the share of the upload host time issued while a submission was in flight; 'hidden' compares the two schedules of the same budget in the same run, (serial step ms - overlapped step ms) / serial upload ms, clamped to 0..100%, with the raw step-time difference beside it: where it saturates the overlap saved more than the uploads themselves (the serial schedule's idle gaps), or the difference is noise of this loaded 2-core machine. On the host provider the kernels run on the runtime's thread: nothing can be hidden there, and the host rows' differences are noise. Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M). Expert caches run serially (the fetch depends on routed ids read back from the submission before) and add, per routed layer and step, one readback of the routed ids and two more submissions (more rounds when the cache is smaller than the distinct experts picked).";
   console.log(['', 'layer residency (greedy decode, median of rounds)', fmt(header), ...lines.map(fmt), '', `note: ${note}`, ...(rows.some((r) => r.softwareAdapter) ? [`note: ${SOFTWARE_ADAPTER_NOTE}`] : [])].join('\n'));
   const fs = process.getBuiltinModule('node:fs');
   fs.mkdirSync('bench/results', { recursive: true });
