@@ -790,6 +790,7 @@ async function reloadModel(): Promise<void> {
     showAdapter(info);
     showMemory(info.memory);
     $('reload').hidden = true;
+    resetTeach('–');
     message('info', 'Model reloaded on a new device: a new provider, runtime and session over the same weights (nothing downloaded).');
     setState('ready');
   } catch (err) {
@@ -808,6 +809,7 @@ async function recover(why: string): Promise<void> {
       const info = await worker.call('load', loaded);
         showAdapter(info);
       showMemory(info.memory);
+      resetTeach('–');
     }
     message('warn', `${why} Recovered: a new worker loaded the model from OPFS. Generate again.`);
     setState(loaded === undefined ? 'idle' : 'ready');
