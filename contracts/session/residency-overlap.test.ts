@@ -1,5 +1,5 @@
 // Overlapped bounded windows (issue 13, TS-residency-overlap; the runtime seam TS-residency-stage-write).
-// - The seam, on a small chain of axpy members: while a member is in flight, ChainHandle.write stages host
+// - The seam, on a small chain of axpy members: while a member is in flight, runtime.stageWrite stages host
 //   bytes into an allocation of the group that the member's graph does not declare (ordered before the
 //   next member, which reads them), and is refused (EBUSY slot-in-flight, nothing written) for one it
 //   declares; only the chain's newest member can stage (EMOVED chain-passed-on).
@@ -87,15 +87,15 @@ for (const pc of providerCases()) {
       const before = runtime.stats();
       const first = await runtime.chain(a, group);
       // A is in flight (nothing awaited its proof): x is one of its declared inputs, u is not.
-      const refused = await expectCodeAsync(() => first.write(x, new Float32Array(N).fill(7)), 'EBUSY', 'slot-in-flight');
+      const refused = await expectCodeAsync(() => runtime.stageWrite(first, x, new Float32Array(N).fill(7)), 'EBUSY', 'slot-in-flight');
       expect((refused.ids as { submission: number }).submission).toBe(first.index);
-      await first.write(u, staged);
+      await runtime.stageWrite(first, u, staged);
       const mid = runtime.stats();
       expect(mid.stagedWrites - before.stagedWrites).toBe(1);
       expect(mid.stagedWhileInFlight - before.stagedWhileInFlight).toBe(1);
       expect(mid.stagedBytes - before.stagedBytes).toBe(N * 4);
       const second = await first.chain(b);
-      await expectCodeAsync(() => first.write(u, staged), 'EMOVED', 'chain-passed-on');
+      await expectCodeAsync(() => runtime.stageWrite(first, u, staged), 'EMOVED', 'chain-passed-on');
       const passed = await first.wait();
       expect(passed.kind).toBe('passed-on');
       const outcome = await second.wait();

@@ -1026,7 +1026,7 @@ export class LlamaForward {
   /**
    * Bounded, overlapped schedule (WindowPlan.overlap): the step's windows of floor(slots / 2) layers run as
    * members of one chain on the group. The first window's layers are written with the group in hand; every
-   * later window's layers are staged (ChainHandle.write) while the window before it computes: window k+1's
+   * later window's layers are staged (runtime.stageWrite) while the window before it computes: window k+1's
    * slots were last read by window k-1 or earlier (each window takes at most half the slots, layer l in
    * slot l mod slots), so before its first upload the members up to k-1 are waited for (proven, passed
    * on), and the runtime refuses the write (EBUSY slot-in-flight) if any in-flight member may read the
@@ -1077,7 +1077,7 @@ export class LlamaForward {
         for (let l = ranges[k]!.first; l < ranges[k]!.end; l++) uploads ||= !window.holds(window.slotOf(l), l);
         if (uploads) while (taken < k - 1) await takePassed();
         for (let l = ranges[k]!.first; l < ranges[k]!.end; l++) {
-          await window.acquire(l, (layer, index, _e, data) => current.write(bounded.descriptors[layer]![index]!, data), true);
+          await window.acquire(l, (layer, index, _e, data) => this.runtime.stageWrite(current, bounded.descriptors[layer]![index]!, data), true);
         }
         handles.push(await current.chain(entries[k]!.graph, { step }));
       }

@@ -17,7 +17,7 @@
 // reader is proven complete. A step that ends completion-unproven leaves the state group, slots included,
 // retained by the runtime forever, and the forward is fenced (ENODEV). Releasing the forward releases the
 // window with the rest of the group. Overlapped schedule: the group is held by the chain's newest member,
-// and a slot is written through the runtime's staged write (ChainHandle.write), which the runtime refuses
+// and a slot is written through the runtime's staged write (runtime.stageWrite), which the runtime refuses
 // (EBUSY slot-in-flight) while any in-flight member's graph declares the slot's allocation; the forward
 // first waits until the members that read the slot (two windows back or earlier) are proven. Either way a
 // slot is written only after every submission that read it was proven complete.

@@ -25,8 +25,9 @@
 // that cause (they ran on possibly-bad state; the inputs come back only when the whole chain is proven),
 // and refuses new members (EIO chain-failed); the first member that cannot be proven makes every later
 // member completion-unproven too, and the group's roots are retained forever by the member holding it.
-// Staged writes (TS-residency-stage-write). While a chain's newest member holds the group, `handle.write(slot, data)`
-// writes host bytes into one of its allocations without waiting, ordered after the members admitted so far
+// Staged writes (TS-residency-stage-write). While a chain's newest member holds the group,
+// `stageWrite(handle, slot, data)` writes host bytes into one of its allocations without waiting (the
+// handle's surface is unchanged: the runtime does it), ordered after the members admitted so far
 // and before the next one (queue order); it is refused (EBUSY slot-in-flight) when any member of the chain
 // still in flight may bind that allocation: a compiled graph declares every slot it binds, so the runtime
 // knows, per member, which allocations it may read. A proven member reads nothing any more.
@@ -128,7 +129,7 @@ export interface RuntimeStats {
   readonly readbackBuffers: number;
   /** Readback staging buffers whose map is in flight now. */
   readonly readbackBuffersInUse: number;
-  /** Writes staged into a chain's group through ChainHandle.write, and their bytes. */
+  /** Writes staged into a chain's group through stageWrite, and their bytes. */
   readonly stagedWrites: number;
   readonly stagedBytes: number;
   /** Staged writes issued while at least one member of their chain was in flight (upload beside compute). */
@@ -337,14 +338,6 @@ export class ChainHandle {
     return this.#runtime.chain(program, this, options);
   }
 
-  /**
-   * Stages a write of `data` into `slot` of the group this member holds, ordered after every member
-   * admitted so far and before the next one: runtime.stageWrite(this, slot, data).
-   */
-  write(slot: DescriptorSlot, data: Uint32Array | Float32Array): Promise<void> {
-    return this.#runtime.stageWrite(this, slot, data);
-  }
-
   /** Stops observing. If the outcome was not taken, the runtime releases what it carries once decided. */
   dispose(): void {
     const record = this.#record;
@@ -528,8 +521,8 @@ export class Runtime {
   }
 
   /**
-   * Staged write (TS-residency-stage-write): writes `data` into `slot` of the group held by the chain's newest member
-   * `handle` without waiting for it, ordered on the queue after every member admitted so far and before
+   * Staged write (TS-residency-stage-write): writes `data` into `slot` of the group held by the chain's
+   * newest member `handle` without waiting for it, ordered on the queue after every member admitted so far and before
    * the next one (on WebGPU a queue.writeBuffer; on the host a copy before the next member's run). Allowed
    * only where no member of the chain that is still in flight (not yet proven) may bind the slot's
    * allocation: a member's graph declares every slot it binds, and a program whose inputs are unknown
