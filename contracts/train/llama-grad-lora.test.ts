@@ -3,7 +3,7 @@
 // bit for bit; (2) finite differences — with every B set to seeded values in ±0.05 (so A's gradients are
 // not zero), on the host, the largest and one seeded entry of A and B of wq, wv, wo and w2 in the first and
 // the last layer: central difference with h = 2^-7 against the gradient within 2e-2·(|fd| + |g|)/2 + 2e-4;
-// (3) host vs WebGPU — loss within 1e-5 relative, every adapter gradient within 1e-2 relative L2;
+// (3) host vs WebGPU — loss within 1e-5 relative, every adapter gradient within 1e-4 relative L2;
 // (4) training — a LoRA Trainer (rank 4, alpha 8, lr 1e-2, seed 7) lowers the first window's loss of a
 // fixed text at least 1.5x in 12 steps on the host and WebGPU, while every base weight keeps its bits;
 // (5) a bad rank is EINVAL, a base weight has no gradient under LoRA (EINVAL unknown-name).
@@ -21,6 +21,8 @@ const TOKENS = [1, 403, 407, 261, 378, 42, 77, 300, 261];
 const T = TOKENS.length - 1;
 const LORA = { rank: 4, alpha: 8, seed: 3 };
 const H = 2 ** -7;
+/** WebGPU vs host, per adapter gradient (relative L2). */
+const GRAD_REL_L2 = 1e-4;
 const TEXT = 'Tom had a blue kite. The wind took the kite up to the sky, and Tom ran after it with a big smile.';
 
 describe.skipIf(model === undefined || vocab === undefined)('LoRA adapters on stories260K', () => {
@@ -78,7 +80,7 @@ describe.skipIf(model === undefined || vocab === undefined)('LoRA adapters on st
           diff += (got[i]! - want[i]!) ** 2;
         }
         expect(norm, `${name} has a gradient`).toBeGreaterThan(0);
-        if (!(Math.sqrt(diff / norm) <= 1e-2)) expect.fail(`${name}: WebGPU differs from the host by ${Math.sqrt(diff / norm)} relative L2`);
+        if (!(Math.sqrt(diff / norm) <= GRAD_REL_L2)) expect.fail(`${name}: WebGPU differs from the host by ${Math.sqrt(diff / norm)} relative L2`);
       }
       const last = file.config.nLayers - 1;
       const probed = ['wq', 'wv', 'wo', 'w2'].flatMap((t) => [0, last].flatMap((l) => [`loraA:${t}.${l}`, `loraB:${t}.${l}`]));

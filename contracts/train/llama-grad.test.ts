@@ -5,8 +5,9 @@
 // layer, the entry with the largest |gradient| and one seeded entry: central difference of the step's
 // loss with h = 2^-7 (exact in f32) against the gradient within 2e-2·(|fd| + |g|)/2 + 2e-4 (f32 loss
 // in the difference: ~2e-6 noise / 2h ≈ 1e-4, plus O(h^2) curvature); (2) host vs WebGPU — the same
-// window: loss within 1e-5 relative, every gradient tensor within 1e-2 relative L2 (observed at most
-// 4.4e-3: f32 sums in other orders and the device's exp/log, through 5 layers, at a loss of 9.15); (3) refusals: bad token counts and ids are EINVAL
+// window: loss within 1e-5 relative, every gradient tensor within 1e-4 relative L2 (observed at most
+// 6.2e-6 on Dawn and Chromium: f32 sums in other orders and the device's exp/log, through 5 layers, at a
+// loss of 9.15); (3) refusals: bad token counts and ids are EINVAL
 // before anything runs and the state survives.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlamaGrad, createHostProvider, createRuntime, parseLlamaModel } from '../../src/index.js';
@@ -23,6 +24,8 @@ const GREEDY = [1, 403, 407, 261, 378, 432, 383, 286, 261];
 const TOKENS = [1, 403, 407, 261, 378, 42, 77, 300, 261];
 const T = TOKENS.length - 1;
 const H = 2 ** -7;
+/** WebGPU vs host, per gradient tensor (relative L2). */
+const GRAD_REL_L2 = 1e-4;
 
 describe.skipIf(bytes === undefined)('LlamaGrad on stories260K', () => {
   let file: LlamaModelFile;
@@ -82,7 +85,7 @@ describe.skipIf(bytes === undefined)('LlamaGrad on stories260K', () => {
     expect((await hostGrad.step(TOKENS)).loss).toBe(hostLoss);
   });
 
-  it('[TR-llama-grad-webgpu] WebGPU computes the same loss (1e-5 relative) and every gradient tensor within 1e-2 relative L2 of the host', async () => {
+  it('[TR-llama-grad-webgpu] WebGPU computes the same loss (1e-5 relative) and every gradient tensor within 1e-4 relative L2 of the host', async () => {
     const g = await LlamaGrad.create(createRuntime(gpu), file, { seqLen: T });
     try {
       const { loss } = await g.step(TOKENS);
@@ -99,7 +102,7 @@ describe.skipIf(bytes === undefined)('LlamaGrad on stories260K', () => {
         }
         expect(norm, `${name} has a gradient`).toBeGreaterThan(0);
         const rel = Math.sqrt(diff / norm);
-        if (!(rel <= 1e-2)) expect.fail(`${name}: WebGPU differs from the host by ${rel} relative L2`);
+        if (!(rel <= GRAD_REL_L2)) expect.fail(`${name}: WebGPU differs from the host by ${rel} relative L2`);
       }
     } finally {
       g.dispose();
