@@ -5,8 +5,9 @@
 // after, drops by at least LOSS_FACTOR on each provider (STEPS is kept small for CI's software adapters:
 // WebGPU stops there); (1b) node lane only: the issue's LONG_STEPS = 200 steps on the host provider lower
 // the first window's loss by at least LONG_FACTOR, two such runs give the same 200 losses bit for bit, and
-// their first STEPS losses equal the 12-step run's (the same seeded windows). 200 steps on Dawn cost over
-// 40 s on CI's loaded software adapter, so WebGPU's 200 steps stay the bench's run (bench/train.bench.ts);
+// their first STEPS losses equal the 12-step run's (the same seeded windows); and 200 steps on Dawn bring the
+// mean of the last TAIL_STEPS window losses LONG_FACTOR_WEBGPU below the start (the
+// browser lane keeps 12 steps: Chromium's software adapter would add minutes);
 // (2) determinism — a second trainer
 // with the same seed on the same provider gives the same per-step losses bit for bit; (3) release — after
 // dispose() the provider's live bytes and live roots are back at their values before create (WebGPU:
@@ -26,6 +27,17 @@ const STEPS = 12;
 const LOSS_FACTOR = 2;
 const LONG_STEPS = 200;
 const LONG_FACTOR = 20;
+/**
+ * WebGPU's 200 steps: the per-window losses follow the host's closely for many tens of steps, then the two
+ * trajectories part (f32 sums in other orders, amplified by AdamW on a text the model overfits; single
+ * window losses swing between 0.003 and 0.45 there), so WebGPU is held to the mean of its last TAIL_STEPS
+ * window losses, not to one window's loss.
+ */
+const LONG_FACTOR_WEBGPU = 5;
+/** Window losses averaged at the end of WebGPU's 200 steps. */
+const TAIL_STEPS = 20;
+/** 200 Dawn steps take ~45 s on a quiet software adapter, ~95 s under load. */
+const LONG_WEBGPU_TIMEOUT = 600_000;
 const OPTIMIZER = { lr: 3e-3 };
 const SEED = 7;
 
@@ -87,6 +99,15 @@ describe.skipIf(model === undefined || vocab === undefined)('Trainer on stories2
     const short = first.get(host.kind) ?? (await run(host));
     expect(long.losses.slice(0, STEPS)).toEqual(short.losses);
   });
+
+  it.skipIf(inBrowser)(`[TR-trainer-loss] node lane: ${LONG_STEPS} Dawn (WebGPU) steps: the mean loss of the last ${TAIL_STEPS} windows is ${LONG_FACTOR_WEBGPU}x below the first window's start (how WebGPU tracks the host: TR-trainer-deterministic)`, async () => {
+    const long = await run(gpu, LONG_STEPS);
+    const tail = long.losses.slice(-TAIL_STEPS);
+    const tailMean = tail.reduce((a, b) => a + b, 0) / tail.length;
+    console.info(`[TR-trainer-loss] webgpu ${LONG_STEPS} steps: first window ${long.start} -> ${long.end}, mean of the last ${TAIL_STEPS} window losses ${tailMean}`);
+    if (!(tailMean * LONG_FACTOR_WEBGPU <= long.start)) expect.fail(`webgpu: loss ${long.start} -> mean ${tailMean} over the last ${TAIL_STEPS} of ${LONG_STEPS} steps, not ${LONG_FACTOR_WEBGPU}x lower`);
+    expect(long.losses.length).toBe(LONG_STEPS);
+  }, LONG_WEBGPU_TIMEOUT);
 
   it('[TR-trainer-deterministic] the same seed gives the same losses bit for bit (host and WebGPU); WebGPU tracks the host within 1e-3 relative', async () => {
     const a = first.get('host') ?? (await run(host));
