@@ -49,7 +49,7 @@
   ;; out[r] = x . w_r for the four rows w_r = $w + r * $rowBytes (r = 0..3), written at $out, $out + 4, ...
   ;; One load of x feeds four accumulators (matrix-vector: each weight byte is read once).
   (func $dot4 (param $x i32) (param $w i32) (param $rowBytes i32) (param $k i32) (param $out i32) (param $outStep i32)
-    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $end4 i32) (local $end i32) (local $xv v128)
+    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $end4 i32) (local $end8 i32) (local $end i32) (local $xv v128)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
     (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $xs f32)
     (local.set $w1 (i32.add (local.get $w) (local.get $rowBytes)))
@@ -57,6 +57,28 @@
     (local.set $w3 (i32.add (local.get $w2) (local.get $rowBytes)))
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -4)) (i32.const 2))))
+    (local.set $end8 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 2))))
+    ;; Two vectors per trip (the same additions, in the same order, as two trips of $step below): half
+    ;; the loop control and pointer updates per element.
+    (block $done8
+      (loop $step8
+        (br_if $done8 (i32.ge_u (local.get $x) (local.get $end8)))
+        (local.set $xv (v128.load (local.get $x)))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $xv) (v128.load (local.get $w)))))
+        (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $xv) (v128.load (local.get $w1)))))
+        (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $xv) (v128.load (local.get $w2)))))
+        (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $xv) (v128.load (local.get $w3)))))
+        (local.set $xv (v128.load offset=16 (local.get $x)))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w)))))
+        (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w1)))))
+        (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w2)))))
+        (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w3)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 32)))
+        (local.set $w (i32.add (local.get $w) (i32.const 32)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+        (local.set $w2 (i32.add (local.get $w2) (i32.const 32)))
+        (local.set $w3 (i32.add (local.get $w3) (i32.const 32)))
+        (br $step8)))
     (block $done4
       (loop $step
         (br_if $done4 (i32.ge_u (local.get $x) (local.get $end4)))
@@ -98,9 +120,18 @@
   ;; K mod 4 tail in order): a row's result does not depend on whether it fell in a group of four, so the
   ;; rows of a weight split across bindings (one call per part) sum exactly as the unsplit weight's do.
   (func $dot1 (param $x i32) (param $w i32) (param $k i32) (result f32)
-    (local $end4 i32) (local $end i32) (local $acc v128) (local $s f32)
+    (local $end4 i32) (local $end8 i32) (local $end i32) (local $acc v128) (local $s f32)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -4)) (i32.const 2))))
+    (local.set $end8 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 2))))
+    (block $done8
+      (loop $step8
+        (br_if $done8 (i32.ge_u (local.get $x) (local.get $end8)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $x)) (v128.load (local.get $w)))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $x)) (v128.load offset=16 (local.get $w)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 32)))
+        (local.set $w (i32.add (local.get $w) (i32.const 32)))
+        (br $step8)))
     (block $done4
       (loop $step
         (br_if $done4 (i32.ge_u (local.get $x) (local.get $end4)))

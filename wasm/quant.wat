@@ -419,8 +419,104 @@
         (br $tail)))
     (local.get $s))
 
+  ;; ---- Fused dots of Q8_0 and Q4_0 rows (no groups form in scratch) ----
+
+  ;; x . w for one Q4_0 row of $blocks blocks whose quants are read where they lie (16 nibble bytes per
+  ;; block at $w); $dp holds the row's scale pairs ($half_pairs: f32, 8 bytes per block). Per block the 16 low nibbles (group 2b) and the
+  ;; 16 high nibbles (group 2b + 1) become q - 8 as bytes, then f32 in registers; each group's four
+  ;; products are summed in order, times the block's scale, into its own accumulator (as $dot_groups
+  ;; does with the decoded row, so both forms give the same sum).
+  (func $dot_q4_0 (param $x i32) (param $w i32) (param $blocks i32) (param $dp i32) (result f32)
+    (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $h v128) (local $p v128) (local $d v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $blocks) (i32.const 4))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
+        (local.set $v (v128.load (local.get $w)))
+        (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
+        (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $d (v128.load32_splat (local.get $dp)))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $lo)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=16 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $lo)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=32 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=48 (local.get $x)))))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (local.get $d))))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $hi)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=64 (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=80 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $hi)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=96 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=112 (local.get $x)))))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (local.get $d))))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $dp (i32.add (local.get $dp) (i32.const 8)))
+        (br $block)))
+    (call $hsum (f32x4.add (local.get $acc0) (local.get $acc1))))
+
+  ;; x . w for one Q8_0 row: 32 signed bytes per block at $w (groups 2b and 2b + 1), scale pairs at $dp; the arithmetic of $dot_q4_0 with the bytes as they are.
+  (func $dot_q8_0 (param $x i32) (param $w i32) (param $blocks i32) (param $dp i32) (result f32)
+    (local $end i32) (local $v v128) (local $h v128) (local $p v128) (local $d v128) (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $blocks) (i32.const 5))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
+        (local.set $d (v128.load32_splat (local.get $dp)))
+        (local.set $v (v128.load (local.get $w)))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=16 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=32 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=48 (local.get $x)))))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (local.get $d))))
+        (local.set $v (v128.load offset=16 (local.get $w)))
+        (local.set $h (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=64 (local.get $x))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=80 (local.get $x)))))
+        (local.set $h (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=96 (local.get $x)))))
+        (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=112 (local.get $x)))))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (local.get $d))))
+        (local.set $w (i32.add (local.get $w) (i32.const 32)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $dp (i32.add (local.get $dp) (i32.const 8)))
+        (br $block)))
+    (call $hsum (f32x4.add (local.get $acc0) (local.get $acc1))))
+
+  ;; out[i, j] = x_i . w_j for Q8_0 ($kind 3) or Q4_0 (4) rows whose quants are dotted where they lie
+  ;; (decode and prefill alike: unpacking nibbles in registers costs less than writing and rereading a
+  ;; decoded row); only the scale pairs of the row go to $ss (scratch, K / 4 bytes).
+  (func $fused_rows (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
+    (param $rowBytes i32) (param $p0 i32) (param $ss i32)
+    (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $kBytes i32) (local $nBytes i32) (local $xi i32)
+    (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
+    (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
+    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
+    (block $rowsDone
+      (loop $rows
+        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+        (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $ss))
+        (local.set $i (i32.const 0))
+        (block $xDone
+          (loop $xRows
+            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+            (local.set $xi (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes))))
+            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+              (if (result f32) (i32.eq (local.get $kind) (i32.const 4))
+                (then (call $dot_q4_0 (local.get $xi) (local.get $row) (local.get $blocks) (local.get $ss)))
+                (else (call $dot_q8_0 (local.get $xi) (local.get $row) (local.get $blocks) (local.get $ss)))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $xRows)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $rows))))
+
   ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
-  ;; go to wasm/f32.wat's linear_rows). Block kinds: each row of W is decoded once into the groups form
+  ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows). The other block kinds: each row of W is decoded once into the groups form
   ;; in $scratch (K bytes of quants, then K / 16 scales, K / 16 mins, then M * K / 16 sums of x's groups:
   ;; 3K / 2 + M K / 4 bytes) and dotted with every row of x.
   (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
@@ -445,6 +541,11 @@
                 (br $hxs)))
             (local.set $j (i32.add (local.get $j) (i32.const 1)))
             (br $hRows)))
+        (return)))
+    (if (i32.or (i32.eq (local.get $kind) (i32.const 3)) (i32.eq (local.get $kind) (i32.const 4)))
+      (then
+        (call $fused_rows (local.get $kind) (local.get $x) (local.get $w) (local.get $out) (local.get $m) (local.get $n) (local.get $k)
+          (local.get $rowBytes) (local.get $p0) (local.get $scratch))
         (return)))
     (local.set $groups (i32.shr_u (local.get $k) (i32.const 4)))
     (local.set $gBytes (i32.shl (local.get $groups) (i32.const 2)))
