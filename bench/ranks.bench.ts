@@ -5,10 +5,11 @@
 //       synthesised here (randomDenseWeights), and
 //   (b) tiny-llama-f32.gguf (dim 256, 4 layers, 8/4 heads, vocab 512) from ../shared/models.
 // Every rank is a worker_threads worker running the Node build of workers/rank.worker.ts (built first here);
-// both sides run the same op-library host kernels (the scalar twins: src/session/partition/rank-forward.ts),
-// so the ratio is what splitting across cores buys. Next to the compute time it reports the per-step
-// synchronisation cost: microseconds per agreement (the checkpoint and complete rounds carry no compute:
-// coordinator-side wait from issuing the round to the last vote) and per activation exchange (rank-side
+// both sides run the same op-library host kernels (src/session/partition/rank-forward.ts: the WebAssembly
+// SIMD kernels where the engine has them, else the scalar twins; the summary names which ran), so the ratio
+// is what splitting across cores buys. Next to the compute time it reports the per-step synchronisation
+// cost: agreements per token and microseconds per agreement (the checkpoint and complete rounds carry no
+// compute: coordinator-side wait from issuing the round to the last vote) and per activation exchange (rank-side
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Output: a printed table and bench/results/ranks.json (machine, cores, load average).
@@ -44,8 +45,17 @@ interface Row {
   readonly msPerToken: number;
   readonly forwardMsPerToken: number;
   readonly agreementMicros: number;
+  readonly agreementsPerToken: number;
   readonly exchangesPerToken: number;
   readonly exchangeMicros: number;
+  /** Which host kernels the ranks ran: WebAssembly SIMD, the scalar twins, or a mix. */
+  readonly kernels: string;
+}
+
+function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches: number }[]): string {
+  const wasm = counters.reduce((a, c) => a + c.wasmDispatches, 0);
+  const scalar = counters.reduce((a, c) => a + c.scalarDispatches, 0);
+  return scalar === 0 ? 'wasm-simd' : wasm === 0 ? 'scalar twins' : `mixed (${wasm} wasm / ${scalar} scalar dispatches)`;
 }
 
 async function measure(model: string, weights: DenseWeights): Promise<{ rows: Row[]; speedup: number; sameIds: boolean }> {
@@ -84,8 +94,10 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
         msPerToken: s.micros / s.steps / 1000,
         forwardMsPerToken: (forwardMicros - exchangeMicros) / steps / 1000,
         agreementMicros,
+        agreementsPerToken: stats.agreements / steps,
         exchangesPerToken: exchanges / steps,
         exchangeMicros: exchanges === 0 ? 0 : exchangeMicros / exchanges,
+        kernels: kernelsOf(counters),
       });
     }
     return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides[0]!.ids.join() === sides[1]!.ids.join() };
@@ -96,18 +108,20 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
 
 it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cost', async () => {
   execSync('npx vite build --config vite.node.config.ts --logLevel error', { stdio: 'inherit' });
+  const loadBefore = os.loadavg();
   const results: { model: string; rows: Row[]; speedup: number; sameIds: boolean }[] = [];
   results.push({ model: 'random stories15M shape', ...(await measure('random stories15M shape', randomDenseWeights(STORIES15M_SHAPE, SEED))) });
   const tiny = await readGgufFixture('tiny-llama-f32.gguf');
   if (tiny !== undefined) results.push({ model: 'tiny-llama-f32', ...(await measure('tiny-llama-f32', await readDenseWeights(await loadModel(tiny)))) });
   const fmt = (n: number, d = 1) => n.toFixed(d);
-  console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  µs/agreement  exch/tok  µs/exchange');
+  console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  agr/tok  µs/agreement  exch/tok  µs/exchange');
   for (const r of results.flatMap((x) => x.rows)) {
-    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}`);
+    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementsPerToken).padStart(9)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}`);
   }
-  for (const r of results) console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}`);
-  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverage: os.loadavg(), node: process.version };
-  console.log(`machine: ${machine.cpus} cores (${machine.cpuModel}), load average ${machine.loadAverage.map((x) => x.toFixed(2)).join(' ')} (shared with other processes)`);
+  for (const r of results) console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
+  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageBefore: loadBefore, loadAverage: os.loadavg(), node: process.version };
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  console.log(`machine: ${machine.cpus} cores (${machine.cpuModel}), load average ${load(loadBefore)} before, ${load(machine.loadAverage)} after (1/5/15 min; other processes share the cores)`);
   mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/ranks.json', `${JSON.stringify({ bench: 'ranks', date: new Date().toISOString(), machine, promptTokens: PROMPT_TOKENS, decodeSteps: DECODE_STEPS * ROUNDS, kernels: 'op-library host twins (scalar JS)', results }, null, 2)}\n`);
+  writeFileSync('bench/results/ranks.json', `${JSON.stringify({ bench: 'ranks', date: new Date().toISOString(), machine, promptTokens: PROMPT_TOKENS, decodeSteps: DECODE_STEPS * ROUNDS, results }, null, 2)}\n`);
 });

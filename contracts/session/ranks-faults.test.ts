@@ -1,9 +1,11 @@
 // Partitioned sessions, part 2 (issue 14): rank loss and sharded prompt caches. A rank's worker is
 // terminated from outside while parked at each phase of a step (RankFaults.parkAt); the session learns of it
-// the way it learns of any loss (the worker's exit event in Node), fences, and every surviving rank restores
-// its step checkpoint without hanging. Caches: one shard per stateful rank plus a manifest with the
+// the way it learns of any loss (the worker's exit event in the node lane; in the browser lane, where this
+// file runs too, the Web Lock the rank's Web Worker held), fences, and every surviving rank restores its
+// step checkpoint without hanging. Caches: one shard per stateful rank plus a manifest with the
 // topology; save publishes all or nothing; load validates topology, identity and every shard on every rank
-// before any rank changes. Ranks are worker_threads workers; the model is stories260K.bin.
+// before any rank changes. Ranks are worker_threads workers (node lane) or module Web Workers (browser lane);
+// the model is stories260K.bin.
 import { afterEach, describe, expect, it } from 'vitest';
 import { PartitionedSession, RANK_PHASES, defaultRankSpawner, evenTensorPartition, loadModel, memoryShardStore, partitionModelOf, readDenseWeights } from '../../src/index.js';
 import type { ArchitecturePartition, DenseWeights } from '../../src/index.js';

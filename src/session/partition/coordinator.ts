@@ -131,6 +131,23 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
 type WaitAsync = (a: Int32Array, i: number, v: number) => { async: boolean; value: Promise<string> | string };
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
+/**
+ * How long, per agreement round, the coordinator may sleep in a blocking Atomics.wait on the vote counter
+ * (ms) before it returns to its event loop (where worker losses and replies arrive). A futex sleep: the
+ * thread takes no core while ranks compute, and wakes as soon as the last vote lands instead of a task
+ * later. Only where blocking waits are allowed (Node, workers; never a browser page's main thread).
+ */
+const BLOCKING_ROUND_MS = 8;
+/** Whether this thread may block in Atomics.wait (a zero-timeout probe that never sleeps). */
+const canBlock: boolean = (() => {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
 let sessionSerial = 0;
 
 interface Pending {
@@ -409,11 +426,17 @@ export class PartitionedSession {
 
   async #collect(expected: number): Promise<void> {
     const c = this.#ctrl;
+    const blockUntil = canBlock ? performance.now() + BLOCKING_ROUND_MS : 0;
     for (;;) {
       if (this.#fence !== undefined) throw this.#lossError('partition.step');
       if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
       const v = Atomics.load(c, CTRL.VOTES);
       if (v >= expected) return;
+      const left = blockUntil - performance.now();
+      if (left > 0) {
+        Atomics.wait(c, CTRL.VOTES, v, left);
+        continue;
+      }
       const r = waitAsync(c, CTRL.VOTES, v);
       if (r.async) await r.value;
     }

@@ -16,6 +16,29 @@ import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankRe
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
+/**
+ * How long a rank polls a word it waits on before it sleeps on it (µs). During a step both ranks of a
+ * two-core tensor partition are on their own core and the peer is usually a few µs behind: polling saves
+ * the futex sleep/wake round trip (tens to hundreds of µs on a VM) that would otherwise cost every
+ * exchange and every decision. Bounded, so a slow or dead peer still leaves the core to others.
+ */
+const SPIN_MICROS = 60;
+/** Polls between clock reads while spinning. */
+const SPIN_CHECK_EVERY = 64;
+/**
+ * After a step, how long a rank blocks on the command word for the next step (ms) before it goes back to
+ * its event loop (where control requests are served): a decode loop issues the next step well within this.
+ */
+const NEXT_STEP_WAIT_MS = 4;
+
+/** Polls `a[i]` for up to SPIN_MICROS; true once it no longer holds `v`. */
+function spinUntilChanged(a: Int32Array, i: number, v: number): boolean {
+  const until = performance.now() + SPIN_MICROS / 1000;
+  for (let n = 1; ; n++) {
+    if (Atomics.load(a, i) !== v) return true;
+    if (n % SPIN_CHECK_EVERY === 0 && performance.now() > until) return false;
+  }
+}
 const F32_BYTES = 4;
 const OP = 'partition.rank';
 const HEADER_LENGTH_BYTES = 4;
@@ -98,7 +121,7 @@ export class Rank implements RankLinks {
       }
       if (reader.eof) throw new TenonError('ECONNRESET', 'a peer closed its stream mid-step', { op: OP, reason: 'peer-lost' });
       if (this.#fenced()) throw new Fenced();
-      Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
+      if (!spinUntilChanged(reader.header, RING_WORD.DATA_SEQ, seq)) Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
     }
   }
 
@@ -114,7 +137,7 @@ export class Rank implements RankLinks {
         continue;
       }
       if (this.#fenced()) throw new Fenced();
-      Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
+      if (!spinUntilChanged(writer.header, RING_WORD.SPACE_SEQ, seq)) Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
     }
   }
 
@@ -178,7 +201,7 @@ export class Rank implements RankLinks {
         return 'proceed';
       }
       if (this.#fenced()) throw new Fenced();
-      Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
+      if (!spinUntilChanged(c, CTRL.DECISION_SEQ, seq)) Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
     }
   }
 
@@ -254,14 +277,23 @@ export class Rank implements RankLinks {
   async serve(): Promise<void> {
     const c = this.#ctrl;
     const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
+    let stepped = false;
     for (;;) {
       const seq = Atomics.load(c, CTRL.CMD_SEQ);
       if (seq !== this.#seenCmd) {
         this.#seenCmd = seq;
-        if (Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced()) await this.#step();
+        stepped = Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced();
+        if (stepped) await this.#step();
         continue;
       }
       if (this.#fenced()) return;
+      if (stepped) {
+        // Right after a step the next one usually follows at once: block briefly for it (the fence and
+        // every new command notify this word), then serve messages from the event loop again.
+        stepped = false;
+        Atomics.wait(c, CTRL.CMD_SEQ, seq, NEXT_STEP_WAIT_MS);
+        continue;
+      }
       const r = waitAsync(c, CTRL.CMD_SEQ, seq);
       if (r.async) await r.value;
     }
