@@ -36,7 +36,7 @@ export type { ChatInput, ChatMessage } from './chat.js';
 export { GGML_TYPES, LOWERING_TYPE_NAMES, ggmlByteLength, ggmlTypeById, ggmlTypeByName, isLoweringType, requireLoweringType } from './ggml-types.js';
 export type { GgmlType, GgmlTypeName, LoweringTypeName } from './ggml-types.js';
 export { blobSource, bytesSource, countingSource, descriptorSource, fileHandleSource } from './source.js';
-export type { ByteSource, CountingSource, FileHandleLike, FileHandleSourceOptions, ReadCounters } from './source.js';
+export type { ByteSource, CountingSource, FaultableSource, FileHandleLike, FileHandleSourceOptions, ReadCounters, SourceFaults } from './source.js';
 export {
   GGUF_DEFAULT_ALIGNMENT,
   GGUF_FIRST_HEADER_CHUNK,

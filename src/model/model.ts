@@ -57,6 +57,8 @@ export interface ModelTensor {
   readonly kind: LoweringKind;
   /** Row-major shape, rows, GGUF row and tensor bytes, packed row words and packed bytes. */
   readonly geometry: LoweredGeometry;
+  /** Byte offset of the tensor's first row in the model's range source; undefined when the model has none. */
+  readonly sourceOffset: number | undefined;
   /** Stored bytes of rows [firstRow, firstRow + rowCount), read by range. EINVAL `range` outside its rows. */
   readRows(firstRow: number, rowCount: number): Promise<Uint8Array>;
 }
@@ -123,6 +125,8 @@ interface Described {
   readonly slot: CatalogSlot;
   readonly kind: LoweringKind;
   readonly geometry: LoweredGeometry;
+  /** Byte offset of the tensor in the source (`read` is relative to it); undefined without a source. */
+  readonly offset: number | undefined;
   readonly read: TensorReader;
 }
 
@@ -134,6 +138,7 @@ function makeTensor(d: Described): ModelTensor {
     layer: d.slot.layer,
     kind: d.kind,
     geometry: g,
+    sourceOffset: d.offset,
     readRows(firstRow: number, rowCount: number): Promise<Uint8Array> {
       if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rowCount) || firstRow < 0 || rowCount < 0 || firstRow + rowCount > g.rows) {
         return Promise.reject(new TenonError('EINVAL', `rows [${firstRow}, +${rowCount}) lie outside the ${g.rows} rows of ${d.name}`, { op: 'model.readRows', reason: 'range', ids: { tensor: d.name, rows: g.rows } }));
@@ -275,6 +280,7 @@ async function loadGguf(source: ByteSource, options: LoadModelOptions): Promise<
     slot: slots[i]!,
     kind: t.kind,
     geometry: t.geometry,
+    offset: t.info.offset,
     read: (offset, length) => source.read(t.info.offset + offset, length),
   }));
   return assemble('gguf', meta.optString('general.name') ?? source.name, entry, config, described, tokenizer, source);
@@ -327,7 +333,7 @@ function llamaDescribe(
   config: { readonly dim: number; readonly hiddenDim: number; readonly nLayers: number; readonly nHeads: number; readonly nKvHeads: number; readonly vocabSize: number; readonly seqLen: number },
   sharedClassifier: boolean,
   infos: readonly LlamaTensorInfo[],
-  readerOf: (piece: LlamaPiece) => TensorReader,
+  readerOf: (piece: LlamaPiece) => { readonly offset: number | undefined; readonly read: TensorReader },
 ): { entry: ArchitectureEntry; config: ModelConfig; described: Described[] } {
   const entry = architectureById('llama');
   const values: HyperparameterValues = {
@@ -345,7 +351,7 @@ function llamaDescribe(
   const f32 = loweringKind('F32');
   const geometries = pieces.map((p) => f32.geometry(p.shape, (p.shape.reduce((a, b) => a * b, 1)) * F32_BYTES));
   const slots = checkCatalog(entry, modelConfig, pieces.map((p, i) => ({ name: p.name, shape: geometries[i]!.shape, kind: 'F32' })));
-  const described = pieces.map((p, i): Described => ({ name: p.name, slot: slots[i]!, kind: f32, geometry: geometries[i]!, read: readerOf(p) }));
+  const described = pieces.map((p, i): Described => ({ name: p.name, slot: slots[i]!, kind: f32, geometry: geometries[i]!, ...readerOf(p) }));
   return { entry, config: modelConfig, described };
 }
 
@@ -353,7 +359,7 @@ async function loadLlama2c(source: ByteSource, options: LoadModelOptions): Promi
   const head = await source.read(0, Math.min(LLAMA_MAX_HEADER_BYTES, source.size));
   const plan = planLlamaModel(head, source.size);
   if (options.tokenizer === undefined) invalid('no-tokenizer', 'a llama2.c checkpoint needs its tokenizer (options.tokenizer)');
-  const { entry, config, described } = llamaDescribe(plan.config, plan.sharedClassifier, plan.tensors, (p) => (offset, length) => source.read(p.info.byteOffset + p.within + offset, length));
+  const { entry, config, described } = llamaDescribe(plan.config, plan.sharedClassifier, plan.tensors, (p) => ({ offset: p.info.byteOffset + p.within, read: (offset, length) => source.read(p.info.byteOffset + p.within + offset, length) }));
   const tokenizer = tokenizerOption(options.tokenizer, config.vocabSize)!;
   checkVocab(tokenizer, config);
   checkAborted(options.signal);
@@ -367,7 +373,7 @@ async function loadLlama2c(source: ByteSource, options: LoadModelOptions): Promi
 export function modelFromLlamaFile(file: LlamaModelFile, tokenizer: Tokenizer): LoadedModel {
   const { entry, config, described } = llamaDescribe(file.config, file.sharedClassifier, file.tensors, (p) => {
     const w = file.weights[p.info.name];
-    return (offset, length) => Promise.resolve(new Uint8Array(w.buffer, w.byteOffset + p.within + offset, length));
+    return { offset: undefined, read: (offset, length) => Promise.resolve(new Uint8Array(w.buffer, w.byteOffset + p.within + offset, length)) };
   });
   checkVocab(tokenizer, config);
   return assemble(file.format, undefined, entry, config, described, tokenizer, undefined);

@@ -14,7 +14,10 @@
 // - fileHandleSource: a Node `fs.promises.FileHandle`-like object passed in by the caller (this module
 //   never imports node:fs, because browser bundles import src/).
 // countingSource wraps any source and counts reads and bytes (diagnostics, and tests proving that a header
-// parse never reads tensor data). Thread: any; a source may be read concurrently.
+// parse never reads tensor data).
+// Fault seam: descriptorSource and fileHandleSource carry `faults.failReadAt(offset)`: the next read whose
+// range covers that byte fails in the adapter's own read path, with the error a failing platform read
+// gives (EIO `read-failed`, the range named), instead of asking the platform. Fires once. Thread: any; a source may be read concurrently.
 import { TenonError } from '../errors.js';
 import type { Descriptor } from '../dataplane/index.js';
 
@@ -28,6 +31,37 @@ export interface ByteSource {
 }
 
 const OP = 'source.read';
+
+/** The fault seam of a range source (fires once). */
+export interface SourceFaults {
+  /** The next read whose range covers byte `offset` fails as a platform read error would (EIO read-failed). */
+  failReadAt(offset: number): void;
+}
+
+/** A source with a fault seam (descriptorSource, fileHandleSource). */
+export interface FaultableSource extends ByteSource {
+  readonly faults: SourceFaults;
+}
+
+/** The seam's state: the armed offset, checked (and disarmed) by the adapter before each platform read. */
+function readFaults(): { readonly faults: SourceFaults; fires(offset: number, length: number): boolean } {
+  let armed: number | undefined;
+  return {
+    faults: {
+      failReadAt(offset: number): void {
+        armed = offset;
+      },
+    },
+    fires(offset: number, length: number): boolean {
+      if (armed === undefined || armed < offset || armed >= offset + length) return false;
+      armed = undefined;
+      return true;
+    },
+  };
+}
+
+/** What the seam hands the adapter's error path in place of the platform's error. */
+const INJECTED_READ_FAULT = 'injected read fault (source faults seam)';
 
 function checkRange(source: { readonly size: number; readonly name?: string }, offset: number, length: number): void {
   if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > source.size) {
@@ -109,7 +143,7 @@ export function blobSource(blob: Blob, name?: string): ByteSource {
  * copies nothing further, and closes the mapping before resolving; the descriptor stays open (the caller
  * closes it).
  */
-export function descriptorSource(descriptor: Descriptor): ByteSource {
+export function descriptorSource(descriptor: Descriptor): FaultableSource {
   const op = 'descriptorSource';
   if (typeof descriptor !== 'object' || descriptor === null || typeof descriptor.info !== 'function') {
     throw new TenonError('EINVAL', 'expected a data-plane descriptor', { op, reason: 'not-descriptor' });
@@ -120,13 +154,16 @@ export function descriptorSource(descriptor: Descriptor): ByteSource {
   }
   if (descriptor.access === 'write') throw new TenonError('EBADF', 'the descriptor was not opened for reading', { op, reason: 'not-readable', path: descriptor.path });
   checkSize(info.length, op);
-  const source: ByteSource = {
+  const seam = readFaults();
+  const source: FaultableSource = {
     size: info.length,
     name: descriptor.path,
+    faults: seam.faults,
     async read(offset, length) {
       checkRange(source, offset, length);
       // The data plane refuses empty mappings; an empty range needs no I/O at all.
       if (length === 0) return new Uint8Array(0);
+      if (seam.fires(offset, length)) throw ioError(source, offset, length, new Error(INJECTED_READ_FAULT));
       const mapping = await descriptor.map({ protection: 'read', offset, length });
       try {
         // The exported array is the mapping's private staging copy of the range (read-only mappings never
@@ -157,7 +194,7 @@ export interface FileHandleSourceOptions {
 }
 
 /** A source over an open Node file handle (the caller opened it and closes it). */
-export async function fileHandleSource(handle: FileHandleLike, options: FileHandleSourceOptions = {}): Promise<ByteSource> {
+export async function fileHandleSource(handle: FileHandleLike, options: FileHandleSourceOptions = {}): Promise<FaultableSource> {
   const op = 'fileHandleSource';
   if (typeof handle !== 'object' || handle === null || typeof handle.read !== 'function') {
     throw new TenonError('EINVAL', 'expected a file handle with read(buffer, offset, length, position)', { op, reason: 'not-file-handle' });
@@ -169,11 +206,14 @@ export async function fileHandleSource(handle: FileHandleLike, options: FileHand
     size = typeof stat.size === 'bigint' ? (stat.size <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(stat.size) : Number.NaN) : stat.size;
   }
   checkSize(size, op);
-  const source: ByteSource = {
+  const seam = readFaults();
+  const source: FaultableSource = {
     size,
     ...(options.name === undefined ? {} : { name: options.name }),
+    faults: seam.faults,
     async read(offset, length) {
       checkRange(source, offset, length);
+      if (seam.fires(offset, length)) throw ioError(source, offset, length, new Error(INJECTED_READ_FAULT));
       const out = new Uint8Array(length);
       let done = 0;
       while (done < length) {

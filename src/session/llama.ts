@@ -73,7 +73,8 @@
 // is allocated into the state group on the first such run and its graphs are a separate family, so a
 // forward whose caller never asks has neither the buffer nor the copy dispatches.
 // Residency (`residency` option, residency.ts). Resident (the default) is everything above. Bounded: the
-// globals are materialized as usual; the layer weights stay on the host and run from a window of slots
+// globals are materialized as usual; the layer weights stay in the model's source (read by range when a
+// slot is filled) and run from a window of slots
 // (allocations of the state group, each the size of the largest layer, layer l in slot l mod slots). A
 // plain step is then cut into one submission per window of layers (graphs keyed by their layer range: the
 // embedding in the first, the classifier in the last; x carries the residual stream between them); each
@@ -705,8 +706,8 @@ export class LlamaForward {
       }
     }
 
-    // Bounded: the window is planned (EINVAL budget-below-layer) and the host copies read before anything
-    // is allocated; only the globals are materialized, the layers go into the window's slots.
+    // Bounded: the window is planned (EINVAL budget-below-layer) before anything is allocated; only the
+    // globals are materialized, the layers are read by range into the window's slots when they are filled.
     const windowPlan = residency.kind === 'bounded' ? planWindow(model, partsOf, residency.bytes, op, residency.experts, residency.overlap !== false) : undefined;
     const window = windowPlan === undefined ? undefined : await LayerWindow.create(model, windowPlan);
     const globalsOnly: LoadedModel = { ...model, tensors: model.tensors.filter((t) => t.layer === undefined), layers: [] };

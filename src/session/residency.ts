@@ -2,8 +2,11 @@
 // while a forward runs. Chosen once, at LlamaForward construction, and never changed:
 // - `resident` (the default): every weight is uploaded at construction and stays until dispose.
 // - `bounded` ({ bytes }): the globals (token embedding, classifier, output norm) stay resident; the layer
-//   weights stay on the host as packed copies (read from the model's range source once, at construction:
-//   GGUF bytes, OPFS, or a llama2.c file) and at most `bytes` of them are on the provider at once, in a
+//   weights stay in the model's range source (OPFS through a data-plane descriptor, a file, a Blob, or
+//   bytes in memory) and are read by range, one tensor part (or one expert's matrix) at a time, each time
+//   a slot is filled: the host keeps no copy, only one staging buffer (the largest part or expert matrix,
+//   repacked there, then written into the slot) and the range being read. At most `bytes` of layer
+//   weights are on the provider at once, in a
 //   window of `slots` slots of `slotBytes` each (slots * slotBytes <= bytes). Layer l always lives in slot
 //   l mod slots; a step runs the layers as ceil(layers / slots) submissions of `slots` layers each, and
 //   before each one the layers it reads are written into their slots (skipped when a slot still holds
@@ -22,19 +25,21 @@
 // first waits until the members that read the slot (two windows back or earlier) are proven. Either way a
 // slot is written only after every submission that read it was proven complete.
 // What this module owns: the plan (validated before anything is allocated: a budget below the largest
-// layer is EINVAL `budget-below-layer` with the numbers), the host copies, the slot bookkeeping (which
+// layer is EINVAL `budget-below-layer` with the numbers), the staging buffer, the slot bookkeeping (which
 // layer each slot holds; a slot whose upload failed part-way holds nothing) and the counters. It performs
 // no GPU work: LlamaForward writes the slots through the group and submits.
 // Expert cache (bounded with `experts: N`, routed-experts models): the expert tensors stay out of the
-// window, on the host; each routed layer has a cache of N slots of one expert each (gate, up, down), filled
+// window, in the source (one expert's rows of each matrix are read by range on a miss); each routed layer has a cache of N slots of one expert each (gate, up, down), filled
 // with the experts the router picked (read back to the host: 4 bytes per token and choice, and one more
 // proven wait per routed layer) and evicted least recently used. A step that needs more distinct experts
 // in a layer than N runs that layer's experts in rounds of N. The same pass strategy serves prefill and
 // decode: every round serves all the tokens routed to its experts (a prefill batches tokens by expert).
 // The budget covers the window and every layer's cache; counters: hits, misses, bytes fetched, rounds.
-// The `faults` seam fails the host read of one layer part-way (after its first tensor was written), as an
-// OPFS read error would: the step fails EIO `layer-read-failed` naming the layer, the slot holds nothing,
-// and the session's transaction rolls the state back.
+// A range read that fails while a slot is filled (the source's own error, e.g. an OPFS mapping or file
+// read failing; sources carry a `faults.failReadAt` seam that fails their real read path) fails the step
+// with EIO `layer-read-failed` and `ids.layer` (the source's error as the cause): the slot holds nothing
+// and the session's transaction rolls the state back. The window's own `faults` seam fails the next fill
+// of a layer after its first part was written, without asking the source (kept for the overlap suites).
 // Thread: the forward's (the runtime's).
 import { TenonError } from '../errors.js';
 import type { LayerRole, LoadedModel, ModelTensor } from '../model/index.js';
@@ -99,6 +104,18 @@ export interface ResidencyReport {
   readonly bytesUploadedPerToken: number;
   /** The expert cache (bounded with `experts`): slots per layer, bytes in all, and its counters. */
   readonly experts?: ExpertCacheReport;
+  /**
+   * Range reads of layer (and expert) weights from the model's source since construction, and their bytes
+   * (nothing is read at construction; 0 for resident, whose weights were read when they were uploaded).
+   */
+  readonly sourceReads: number;
+  readonly sourceBytesRead: number;
+  /**
+   * Host bytes the window keeps for layer weights: its staging buffer (the largest tensor part or expert
+   * matrix, packed). Each fill also holds the one range it is reading (the part's stored bytes) until it
+   * is repacked. 0 for resident.
+   */
+  readonly hostStagingBytes: number;
   /**
    * Host milliseconds spent issuing slot uploads (a measurement for benchmarks, never asserted). In the
    * serial schedule none of it is hidden: uploads run between submissions, after each proof.
@@ -269,13 +286,14 @@ export interface WindowFaults {
 export type SlotWriter = (layer: number, index: number, entry: SlotEntry, data: Uint32Array | Float32Array) => Promise<void>;
 
 /**
- * The host side of a bounded window: packed host copies of every layer, which layer each slot holds, and
- * the upload counters. `acquire` makes a slot hold a layer (writing it only when it does not already).
+ * The host side of a bounded window: which layer each slot holds, the staging buffer and the counters.
+ * `acquire` makes a slot hold a layer (reading and writing it only when it does not already).
  */
 export class LayerWindow {
   readonly plan: WindowPlan;
-  /** Host copies: [layer][entry]. */
-  readonly #host: readonly (readonly (Uint32Array | Float32Array)[])[];
+  /** The model's layer tensors, read by range when a slot is filled. */
+  readonly #tensors: readonly LayerTensorsOf[];
+  readonly #reader: RangeReader;
   /** The layer each slot holds, or -1 (empty, or an upload that did not finish). */
   readonly #holds: number[];
   #failRead: number | undefined;
@@ -294,43 +312,22 @@ export class LayerWindow {
   /** The expert cache (bounded with `experts`). */
   readonly experts: ExpertCache | undefined;
 
-  private constructor(plan: WindowPlan, host: (Uint32Array | Float32Array)[][], experts: ExpertCache | undefined) {
+  private constructor(plan: WindowPlan, tensors: readonly LayerTensorsOf[], reader: RangeReader, experts: ExpertCache | undefined) {
     this.plan = plan;
     this.experts = experts;
-    this.#host = host;
+    this.#tensors = tensors;
+    this.#reader = reader;
     this.#holds = new Array<number>(plan.slots).fill(-1);
   }
 
-  /** Reads every layer tensor through the model's range source and repacks it (host memory only). */
+  /** Reads nothing: layer weights are read by range from the model's source when a slot is filled. */
   static async create(model: LoadedModel, plan: WindowPlan): Promise<LayerWindow> {
-    const host: (Uint32Array | Float32Array)[][] = [];
-    for (const [l, tensors] of model.layers.entries()) {
-      const layer: (Uint32Array | Float32Array)[] = [];
-      for (const e of plan.layers[l]!.entries) {
-        const t = tensors[e.role]!;
-        const words = new Uint32Array(e.rows * e.rowWords);
-        const stored = await t.readRows(e.firstRow, e.rows);
-        t.kind.repack(stored, t.geometry.rowElements, words);
-        layer.push(e.dtype === 'f32' ? new Float32Array(words.buffer) : words);
-      }
-      host.push(layer);
-    }
-    let experts: ExpertCache | undefined;
-    if (plan.experts !== undefined) {
-      const copies: Uint32Array[][] = [];
-      for (const tensors of model.layers) {
-        const three: Uint32Array[] = [];
-        for (const role of EXPERT_ROLES) {
-          const t = tensors[role]!;
-          const words = new Uint32Array(t.geometry.rows * t.geometry.packedRowWords);
-          t.kind.repack(await t.readRows(0, t.geometry.rows), t.geometry.rowElements, words);
-          three.push(words);
-        }
-        copies.push(three);
-      }
-      experts = new ExpertCache(plan.experts, copies);
-    }
-    return new LayerWindow(plan, host, experts);
+    let words = 0;
+    for (const l of plan.layers) for (const e of l.entries) words = Math.max(words, e.rows * e.rowWords);
+    for (const l of plan.experts?.layers ?? []) for (const e of l) words = Math.max(words, e.rows * e.rowWords);
+    const reader = new RangeReader(words);
+    const experts = plan.experts === undefined ? undefined : new ExpertCache(plan.experts, model.layers, reader);
+    return Promise.resolve(new LayerWindow(plan, model.layers, reader, experts));
   }
 
   /** The slot layer `l` lives in. */
@@ -362,7 +359,8 @@ export class LayerWindow {
           this.#failRead = undefined;
           throw new TenonError('EIO', `reading the weights of layer ${layer} failed`, { op: 'residency.acquire', reason: 'layer-read-failed', ids: { layer } });
         }
-        await write(layer, i, e, this.#host[layer]![i]!);
+        const data = await this.#reader.read(this.#tensors[layer]![e.role]!, e.firstRow, e.rows, e.dtype, layer);
+        await write(layer, i, e, data);
         this.#bytesUploaded += e.byteLength;
       }
     } finally {
@@ -400,6 +398,9 @@ export class LayerWindow {
       tokens: this.#tokens,
       bytesUploadedPerToken: this.#tokens === 0 ? 0 : this.#bytesUploaded / this.#tokens,
       uploadMilliseconds: this.#uploadMs,
+      sourceReads: this.#reader.reads,
+      sourceBytesRead: this.#reader.bytes,
+      hostStagingBytes: this.#reader.stagingBytes,
       ...(this.experts === undefined ? {} : { experts: this.experts.report() }),
     };
   }
@@ -425,7 +426,45 @@ export function residentReport(layerPackedBytes: readonly number[], tokens: numb
     tokens,
     bytesUploadedPerToken: 0,
     uploadMilliseconds: 0,
+    sourceReads: 0,
+    sourceBytesRead: 0,
+    hostStagingBytes: 0,
   };
+}
+
+type LayerTensorsOf = LoadedModel['layers'][number];
+
+/**
+ * Reads rows of a tensor by range from the model's source and repacks them into the one staging buffer
+ * (reused by every fill: each write copies the data before the next read starts). A read that fails is
+ * EIO `layer-read-failed` with `ids.layer`, the source's error as the cause.
+ */
+class RangeReader {
+  readonly #staging: Uint32Array;
+  reads = 0;
+  bytes = 0;
+
+  constructor(words: number) {
+    this.#staging = new Uint32Array(words);
+  }
+
+  get stagingBytes(): number {
+    return this.#staging.byteLength;
+  }
+
+  async read(t: ModelTensor, firstRow: number, rows: number, dtype: 'f32' | 'u32', layer: number): Promise<Uint32Array | Float32Array> {
+    let stored: Uint8Array;
+    try {
+      stored = await t.readRows(firstRow, rows);
+    } catch (cause) {
+      throw new TenonError('EIO', `reading the weights of layer ${layer} (${t.name}) failed`, { op: 'residency.acquire', reason: 'layer-read-failed', ids: { layer, tensor: t.name }, cause });
+    }
+    this.reads++;
+    this.bytes += stored.byteLength;
+    const words = this.#staging.subarray(0, rows * t.geometry.packedRowWords);
+    t.kind.repack(stored, t.geometry.rowElements, words);
+    return dtype === 'f32' ? new Float32Array(words.buffer, words.byteOffset, words.length) : words;
+  }
 }
 
 /** Receives entry `index` (gate, up, down) of the expert going into `slot` of `layer`'s cache. */
@@ -439,8 +478,9 @@ export type ExpertWriter = (layer: number, slot: number, index: number, data: Ui
  */
 export class ExpertCache {
   readonly plan: ExpertPlan;
-  /** Host copies: [layer][gate, up, down] of every expert. */
-  readonly #host: readonly (readonly Uint32Array[])[];
+  /** The model's layer tensors: an expert's rows are read by range on a miss. */
+  readonly #tensors: readonly LayerTensorsOf[];
+  readonly #reader: RangeReader;
   readonly #holds: number[][];
   readonly #lastUse: number[][];
   #clock = 0;
@@ -450,9 +490,10 @@ export class ExpertCache {
   #rounds = 0;
   #bytesReadBack = 0;
 
-  constructor(plan: ExpertPlan, host: Uint32Array[][]) {
+  constructor(plan: ExpertPlan, tensors: readonly LayerTensorsOf[], reader: RangeReader) {
     this.plan = plan;
-    this.#host = host;
+    this.#tensors = tensors;
+    this.#reader = reader;
     this.#holds = plan.layers.map(() => new Array<number>(plan.slotsPerLayer).fill(-1));
     this.#lastUse = plan.layers.map(() => new Array<number>(plan.slotsPerLayer).fill(-1));
   }
@@ -495,8 +536,8 @@ export class ExpertCache {
       holds[victim] = -1;
       const entries = this.plan.layers[layer]!;
       for (const [i, e] of entries.entries()) {
-        const words = this.#host[layer]![i]!.subarray(expert * e.rows * e.rowWords, (expert + 1) * e.rows * e.rowWords);
-        await write(layer, victim, i, e.dtype === 'f32' ? new Float32Array(words.buffer, words.byteOffset, words.length) : words);
+        const data = await this.#reader.read(this.#tensors[layer]![e.role]!, expert * e.rows, e.rows, e.dtype, layer);
+        await write(layer, victim, i, data);
         this.#bytesFetched += e.byteLength;
       }
       holds[victim] = expert;
