@@ -20,6 +20,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** True when an absent model fixture must fail the suites that need it instead of skipping them. */
     tenonRequireModels: boolean;
+    /** True when TENON_RESIDENCY_MATRIX=1: contracts/session/residency-matrix.test.ts runs (opt-in). */
+    tenonResidencyMatrix: boolean;
   }
 }
 
@@ -33,7 +35,7 @@ export default defineConfig({
   // dynamic imports in flight, e.g. a pool worker's kernel module; `webgpu` was found only mid-run).
   optimizeDeps: { include: ['fast-check', 'webgpu'] },
   test: {
-    provide: { tenonRequireModels: requireModels },
+    provide: { tenonRequireModels: requireModels, tenonResidencyMatrix: process.env['TENON_RESIDENCY_MATRIX'] === '1' },
     projects: [
       {
         extends: true,
