@@ -17,10 +17,10 @@ import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankRe
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
 /**
- * How long a rank polls a word it waits on before it sleeps on it (µs). During a step both ranks of a
- * two-core tensor partition are on their own core and the peer is usually a few µs behind: polling saves
- * the futex sleep/wake round trip (tens to hundreds of µs on a VM) that would otherwise cost every
- * exchange and every decision. Bounded, so a slow or dead peer still leaves the core to others.
+ * How long a rank polls a ring word before it sleeps on it (µs). Inside a step's compute both ranks of a
+ * two-core tensor partition are on their own core (the coordinator sleeps) and the peer is usually a few
+ * µs behind: polling saves the futex sleep/wake round trip (tens to hundreds of µs on a VM) that would
+ * otherwise cost every exchange. Bounded, so a slow or dead peer still leaves the core to others.
  */
 const SPIN_MICROS = 60;
 /** Polls between clock reads while spinning. */
@@ -201,7 +201,9 @@ export class Rank implements RankLinks {
         return 'proceed';
       }
       if (this.#fenced()) throw new Fenced();
-      if (!spinUntilChanged(c, CTRL.DECISION_SEQ, seq)) Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
+      // No spinning here: the coordinator needs a core to decide, and on two cores both ranks spinning
+      // would take them.
+      Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
     }
   }
 
