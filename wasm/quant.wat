@@ -515,6 +515,116 @@
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
+  ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
+  ;; As GGML's vec_dot for Q8_0 and Q4_0 weights does, x is first quantized once per call to blocks of 32
+  ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
+  ;; sum (i32x4.dot_i16x8_s), made f32 once per block. Faster, but x carries a rounding error of up to
+  ;; half its block's scale per element: results differ from the f32 kernels (the scalar twin
+  ;; src/submit/wasm/q8-activation.ts gives them bit for bit).
+
+  ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
+  ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
+  ;; i16 (64 bytes per block) at $xq and d (f32) at $xd + 4b.
+  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32)
+    (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $m (f32x4.max
+          (f32x4.max (f32x4.max (f32x4.abs (v128.load (local.get $x))) (f32x4.abs (v128.load offset=16 (local.get $x))))
+            (f32x4.max (f32x4.abs (v128.load offset=32 (local.get $x))) (f32x4.abs (v128.load offset=48 (local.get $x)))))
+          (f32x4.max (f32x4.max (f32x4.abs (v128.load offset=64 (local.get $x))) (f32x4.abs (v128.load offset=80 (local.get $x))))
+            (f32x4.max (f32x4.abs (v128.load offset=96 (local.get $x))) (f32x4.abs (v128.load offset=112 (local.get $x)))))))
+        (local.set $amax (f32.max (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
+          (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+        (local.set $d (f32.div (local.get $amax) (f32.const 127)))
+        (local.set $id (f32x4.splat (select (f32.div (f32.const 1) (local.get $d)) (f32.const 0) (f32.ne (local.get $d) (f32.const 0)))))
+        (f32.store (local.get $xd) (local.get $d))
+        (v128.store (local.get $xq) (call $q16 (local.get $x) (local.get $id)))
+        (v128.store offset=16 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 32)) (local.get $id)))
+        (v128.store offset=32 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)))
+        (v128.store offset=48 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
+        (br $block))))
+
+  ;; Eight floats at $x times $id, rounded to the nearest integer (ties to even), as eight i16.
+  (func $q16 (param $x i32) (param $id v128) (result v128)
+    (i16x8.narrow_i32x4_s
+      (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load (local.get $x)) (local.get $id))))
+      (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=16 (local.get $x)) (local.get $id))))))
+
+  ;; One row of Q4_0 ($kind 4) or Q8_0 (3) quants at $w against one quantized row of x ($xq, $xd), the
+  ;; weight scale pairs at $ss: per block, s = the four lanes of the exact integer dot product, then
+  ;; acc += f32(s) * (d_w * d_x); the result is the sum of acc's lanes.
+  (func $dot_q8x (param $kind i32) (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $ss i32) (result f32)
+    (local $b i32) (local $v v128) (local $lo v128) (local $hi v128) (local $s v128) (local $acc v128)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (if (i32.eq (local.get $kind) (i32.const 4))
+          (then
+            (local.set $v (v128.load (local.get $w)))
+            (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
+            (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+            (local.set $w (i32.add (local.get $w) (i32.const 16))))
+          (else
+            (local.set $lo (v128.load (local.get $w)))
+            (local.set $hi (v128.load offset=16 (local.get $w)))
+            (local.set $w (i32.add (local.get $w) (i32.const 32)))))
+        (local.set $s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load (local.get $xq)))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s))
+          (f32x4.splat (f32.mul (f32.load (local.get $ss)) (f32.load (local.get $xd)))))))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
+        (local.set $ss (i32.add (local.get $ss) (i32.const 8)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (call $hsum (local.get $acc)))
+
+  ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3) or Q4_0 (4) rows with x quantized first
+  ;; (see above). $scratch: K / 4 bytes of scale pairs, then per row of x 2K bytes of i16 and K / 8 bytes
+  ;; of block scales (q8ScratchBytes in src/submit/wasm/ops.ts).
+  (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
+    (param $rowBytes i32) (param $p0 i32) (param $scratch i32)
+    (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
+    (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
+    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $qs (i32.add (local.get $scratch) (i32.shl (local.get $blocks) (i32.const 3))))
+    ;; Per row of x: 64 bytes of i16 and 4 bytes of scale per block.
+    (local.set $xqBytes (i32.mul (local.get $blocks) (i32.const 68)))
+    (block $qDone
+      (loop $qRows
+        (br_if $qDone (i32.ge_u (local.get $i) (local.get $m)))
+        (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
+        (call $quantize_x (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+          (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $qRows)))
+    (block $rowsDone
+      (loop $rows
+        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+        (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $scratch))
+        (local.set $i (i32.const 0))
+        (block $xDone
+          (loop $xRows
+            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+            (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
+            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+              (call $dot_q8x (local.get $kind) (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+                (local.get $row) (local.get $blocks) (local.get $scratch)))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $xRows)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $rows))))
+
   ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
   ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows). The other block kinds: each row of W is decoded once into the groups form
   ;; in $scratch (K bytes of quants, then K / 16 scales, K / 16 mins, then M * K / 16 sums of x's groups:

@@ -3,6 +3,10 @@
 //     memory, in place, by address; the others run their scalar host();
 //   - `scalar`: every op runs its host() (the reference): engines without WebAssembly SIMD, providers
 //     whose roots are separate buffers, and runtimes made with `hostKernels: 'scalar'`.
+// `hostKernels: 'wasm-q8'` asks for `wasm-simd` with one difference, chosen explicitly and never by
+// default: Q8_0 and Q4_0 qmatmuls quantize x to 8-bit blocks first and dot in integers (GGML's way;
+// faster, with x's rounding error in the results; its scalar twin is src/submit/wasm/q8-activation.ts).
+// Where SIMD is missing it refuses as 'wasm' does.
 // A dispatch whose operands are not all in the provider's memory (arrays from elsewhere) takes the scalar
 // path too; `stats()` counts both paths, in total and per op name, so tests can prove which one ran.
 // Before a host run the executor reserves the largest scratch any of its dispatches needs: reserving can
@@ -13,11 +17,14 @@ import { liveHostArray } from '../../storage/index.js';
 import type { AnyOpDef } from '../ops/types.js';
 import { wasmKernelsAvailable, wasmKernelsFor } from './kernels.js';
 import type { WasmKernels } from './kernels.js';
-import { WASM_OPS } from './ops.js';
+import { WASM_OPS, WASM_OPS_Q8 } from './ops.js';
 import type { WasmOp } from './ops.js';
 
-/** What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), or the references. */
-export type HostKernelChoice = 'auto' | 'wasm' | 'scalar';
+/**
+ * What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), SIMD with 8-bit
+ * activations for Q8_0 / Q4_0 weights or refuse (`wasm-q8`), or the references.
+ */
+export type HostKernelChoice = 'auto' | 'wasm' | 'wasm-q8' | 'scalar';
 /** What runs. */
 export type HostKernelKind = 'wasm-simd' | 'scalar';
 
@@ -29,6 +36,8 @@ export interface HostKernelCount {
 
 export interface HostKernelStats {
   readonly kind: HostKernelKind;
+  /** How Q8_0 / Q4_0 qmatmuls treat x on the SIMD path: as f32 (default) or quantized to 8-bit blocks. */
+  readonly activations: 'f32' | 'q8';
   /** Dispatches that ran a WebAssembly kernel. */
   readonly wasmDispatches: number;
   /** Dispatches that ran a scalar host() twin. */
@@ -66,6 +75,8 @@ export class HostExecutor {
   readonly kind: HostKernelKind;
   readonly #kernels: WasmKernels | undefined;
   readonly #memory: HostMemory | undefined;
+  readonly #ops: ReadonlyMap<AnyOpDef, WasmOp<never>>;
+  readonly #activations: 'f32' | 'q8';
   #scratch = 0;
   #wasm = 0;
   #scalar = 0;
@@ -74,24 +85,26 @@ export class HostExecutor {
 
   constructor(provider: HostProvider, choice: HostKernelChoice = 'auto') {
     const op = 'createRuntime';
-    if (choice !== 'auto' && choice !== 'wasm' && choice !== 'scalar') {
-      throw new TenonError('EINVAL', `hostKernels must be 'auto', 'wasm' or 'scalar'`, { op, reason: 'bad-option' });
+    if (choice !== 'auto' && choice !== 'wasm' && choice !== 'wasm-q8' && choice !== 'scalar') {
+      throw new TenonError('EINVAL', `hostKernels must be 'auto', 'wasm', 'wasm-q8' or 'scalar'`, { op, reason: 'bad-option' });
     }
     const memory = choice === 'scalar' ? undefined : provider.wasmMemory();
     const kernels = memory === undefined || !wasmKernelsAvailable(memory.shared) ? undefined : wasmKernelsFor(memory);
-    if (choice === 'wasm' && kernels === undefined) {
+    if ((choice === 'wasm' || choice === 'wasm-q8') && kernels === undefined) {
       const reason = provider.wasmMemory() === undefined ? 'no-wasm-memory' : 'no-wasm-simd';
       throw new TenonError('ENOTSUP', 'WebAssembly SIMD kernels are unavailable here', { op, reason, ids: { provider: provider.id } });
     }
     this.#kernels = kernels;
     this.#memory = kernels === undefined ? undefined : memory;
     this.kind = kernels === undefined ? 'scalar' : 'wasm-simd';
+    this.#activations = choice === 'wasm-q8' ? 'q8' : 'f32';
+    this.#ops = choice === 'wasm-q8' ? WASM_OPS_Q8 : WASM_OPS;
   }
 
   stats(): HostKernelStats {
     const byKernel: Record<string, HostKernelCount> = {};
     for (const [name, [wasm, scalar]] of this.#byKernel) byKernel[name] = { wasm, scalar };
-    return { kind: this.kind, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar, byKernel };
+    return { kind: this.kind, activations: this.#activations, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar, byKernel };
   }
 
   #count(kernel: AnyOpDef, path: 0 | 1): void {
@@ -114,7 +127,7 @@ export class HostExecutor {
    */
   resolve(kernel: AnyOpDef, states: readonly HostBindingState[]): ResolvedHostDispatch {
     const memory = this.#memory;
-    const impl = this.#kernels === undefined ? undefined : WASM_OPS.get(kernel);
+    const impl = this.#kernels === undefined ? undefined : this.#ops.get(kernel);
     const inMemory = memory !== undefined && states.every((s) => s.memory === memory);
     return {
       kernel,
@@ -152,7 +165,7 @@ export class HostExecutor {
     if (memory === undefined) return;
     let bytes = 0;
     for (const d of dispatches) {
-      const impl = WASM_OPS.get(d.kernel);
+      const impl = this.#ops.get(d.kernel);
       if (impl !== undefined) bytes = Math.max(bytes, impl.scratchBytes(d.params));
     }
     this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
@@ -177,7 +190,7 @@ export class HostExecutor {
    */
   run(kernel: AnyOpDef, params: never, arrays: readonly AnyTypedArray[]): void {
     const kernels = this.#kernels;
-    const impl = kernels === undefined ? undefined : WASM_OPS.get(kernel);
+    const impl = kernels === undefined ? undefined : this.#ops.get(kernel);
     if (impl !== undefined) {
       const buffer = kernels!.memory.buffer;
       let inMemory = true;

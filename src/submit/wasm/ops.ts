@@ -2,7 +2,8 @@
 // its operands' byte addresses (element 0 of each binding, in binding order) become the kernel's
 // arguments. An op not listed here runs its scalar host() on every host provider. Each entry also says
 // how much kernel scratch it needs, so the executor can reserve it before any typed array is taken (a
-// scratch that grows the memory would make earlier arrays stale).
+// scratch that grows the memory would make earlier arrays stale). WASM_OPS_Q8 is the same table with the
+// q8-activation kernels for Q8_0 / Q4_0 weights (hostKernels 'wasm-q8').
 // Pure dispatch glue: the arithmetic lives in wasm/*.wat, the references in src/submit/ops/*.ts.
 import { attention, attentionScale } from '../ops/attention.js';
 import { add } from '../ops/add.js';
@@ -85,6 +86,31 @@ export function groupsScratchBytes(m: number, k: number): number {
   return k + 2 * groups * F32_BYTES + m * groups * F32_BYTES;
 }
 
+/** Elements per block of x in the q8-activation kernels (GGML QK8_0). */
+const Q8_BLOCK = 32;
+/** Bytes per block of quantized x: 32 i16 values and an f32 scale. */
+const Q8_X_BLOCK_BYTES = Q8_BLOCK * 2 + F32_BYTES;
+
+/** Scratch of wasm/quant.wat's qmatmul_q8: a weight row's scale pairs, then every row of x quantized. */
+export function q8ScratchBytes(m: number, k: number): number {
+  const blocks = k / Q8_BLOCK;
+  return blocks * 2 * F32_BYTES + m * blocks * Q8_X_BLOCK_BYTES;
+}
+
+/** The kinds the q8-activation choice changes (their kernel quantizes x to 8-bit blocks first). */
+export const Q8_ACTIVATION_KINDS: readonly PackedKind[] = ['Q8_0', 'Q4_0'];
+
+function qmatmulQ8Entry(kind: PackedKind): WasmOp<QMatmulParams> {
+  const id = PACKED_KIND_ID[kind];
+  return {
+    scratchBytes: (p) => q8ScratchBytes(p.m, p.k),
+    run(k, p, [x, w, out], scratch) {
+      const layout = packedRowLayout(kind, p.k);
+      k.quant.qmatmul_q8(id, x!, w!, out!, p.m, p.n, p.k, layout.rowWords * F32_BYTES, layout.planes[0]! * F32_BYTES, scratch);
+    },
+  };
+}
+
 function qmatmulEntry(kind: PackedKind): WasmOp<QMatmulParams> {
   const id = PACKED_KIND_ID[kind];
   return {
@@ -142,3 +168,14 @@ function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
 
 /** The WebAssembly kernel of each op that has one. */
 export const WASM_OPS: ReadonlyMap<AnyOpDef, WasmOp<never>> = table();
+
+/** WASM_OPS with the q8-activation kernels for Q8_0 and Q4_0 weights (hostKernels 'wasm-q8'). */
+export const WASM_OPS_Q8: ReadonlyMap<AnyOpDef, WasmOp<never>> = (() => {
+  const ops = new Map(WASM_OPS);
+  for (const kind of Q8_ACTIVATION_KINDS) {
+    const impl = qmatmulQ8Entry(kind);
+    ops.set(QMATMUL[kind].plain as unknown as AnyOpDef, impl as unknown as WasmOp<never>);
+    ops.set(QMATMUL[kind].subgroups as unknown as AnyOpDef, impl as unknown as WasmOp<never>);
+  }
+  return ops;
+})();

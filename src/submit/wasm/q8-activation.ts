@@ -1,0 +1,88 @@
+// The scalar twin of wasm/quant.wat's q8-activation kernel (`qmatmul_q8`, chosen with
+// `hostKernels: 'wasm-q8'`): out[M, N] = x[M, K] . W^T for packed Q8_0 or Q4_0 rows (src/submit/ops/
+// qmatmul-layout.ts) with every row of x first quantized to blocks of 32 signed 8-bit values and an f32
+// scale each. It repeats the kernel's operations one by one in f32 (Math.fround after each), lane by
+// lane, so the kernel must equal it bit for bit; the tests hold it there. Pure function of its
+// arguments: reads x and the packed words, writes only `out`.
+import { halfToFloat, packedRowLayout } from '../ops/qmatmul-layout.js';
+
+/** Elements per quantized block of x (and per weight block of Q8_0 / Q4_0). */
+const BLOCK = 32;
+/** Largest magnitude of a quantized x value. */
+const Q_MAX = 127;
+/** Vector lanes of the kernel's accumulators; elements per i16 chunk of its integer dot products. */
+const LANES = 4;
+const CHUNK = 8;
+const NIBBLE_OFFSET = 8;
+const I16_MIN = -32768;
+const I16_MAX = 32767;
+
+const f = Math.fround;
+
+/** f32x4.nearest: to the nearest integer, ties to even. */
+function nearestEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : r;
+}
+
+/** i32x4.trunc_sat_f32x4_s then i16x8.narrow_i32x4_s of an integral f32 (NaN gives 0). */
+function toI16(v: number): number {
+  if (Number.isNaN(v)) return 0;
+  return Math.min(I16_MAX, Math.max(I16_MIN, v));
+}
+
+/** One block of x (32 values from `at`) quantized: the i16 values into `q`, returns the scale d. */
+export function quantizeBlock(x: ArrayLike<number>, at: number, q: Int16Array): number {
+  let amax = 0;
+  for (let e = 0; e < BLOCK; e++) amax = Math.max(amax, Math.abs(x[at + e]!));
+  const d = f(amax / Q_MAX);
+  const id = d !== 0 ? f(1 / d) : 0;
+  for (let e = 0; e < BLOCK; e++) q[e] = toI16(nearestEven(f(x[at + e]! * id)));
+  return d;
+}
+
+/** The twin of qmatmul_q8 for kind 'Q8_0' or 'Q4_0' (k a multiple of 32); `w` holds n packed rows. */
+export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0', x: Float32Array, w: Uint32Array, out: Float32Array, m: number, n: number, k: number): void {
+  const layout = packedRowLayout(kind, k);
+  const blocks = k / BLOCK;
+  const bytes = new Uint8Array(w.buffer, w.byteOffset, w.byteLength);
+  const xq = new Int16Array(m * k);
+  const xd = new Float32Array(m * blocks);
+  const block = new Int16Array(BLOCK);
+  for (let i = 0; i < m; i++) {
+    for (let b = 0; b < blocks; b++) {
+      xd[i * blocks + b] = quantizeBlock(x, i * k + b * BLOCK, block);
+      xq.set(block, i * k + b * BLOCK);
+    }
+  }
+  const wq = new Int8Array(BLOCK);
+  const acc = new Float64Array(LANES);
+  for (let j = 0; j < n; j++) {
+    const row = j * layout.rowWords * 4;
+    const halves = row + layout.planes[0] * 4;
+    for (let i = 0; i < m; i++) {
+      acc.fill(0);
+      for (let b = 0; b < blocks; b++) {
+        for (let e = 0; e < BLOCK; e++) {
+          if (kind === 'Q8_0') wq[e] = bytes[row + b * BLOCK + e]!;
+          else {
+            const byte = bytes[row + b * (BLOCK / 2) + (e % (BLOCK / 2))]!;
+            wq[e] = (e < BLOCK / 2 ? byte & 0x0f : byte >> 4) - NIBBLE_OFFSET;
+          }
+        }
+        const dw = halfToFloat(bytes[halves + 2 * b]! | (bytes[halves + 2 * b + 1]! << 8));
+        const scale = f(dw * xd[i * blocks + b]!);
+        const xBase = i * k + b * BLOCK;
+        for (let l = 0; l < LANES; l++) {
+          let s = 0;
+          for (let c = 0; c < BLOCK / CHUNK; c++) {
+            const e = c * CHUNK + 2 * l;
+            s += wq[e]! * xq[xBase + e]! + wq[e + 1]! * xq[xBase + e + 1]!;
+          }
+          acc[l] = f(acc[l]! + f(f(s) * scale));
+        }
+      }
+      out[i * n + j] = f(f(acc[0]! + acc[1]!) + f(acc[2]! + acc[3]!));
+    }
+  }
+}
