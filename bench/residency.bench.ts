@@ -43,6 +43,10 @@ interface Row extends HardwareLabel {
   readonly submissionsPerStep: number;
   readonly tokensPerSecond: number;
   readonly bytesUploadedPerToken: number;
+  /** Bytes read from the model's range source per token (bounded windows read each fill by range). */
+  readonly sourceBytesPerToken: number;
+  /** Host bytes the window keeps for layer weights (its staging buffer). */
+  readonly hostStagingBytes: number;
   readonly uploadMsPerToken: number;
   readonly uploadHiddenFraction: number;
   /** Host milliseconds per decode token (median round). */
@@ -158,6 +162,8 @@ async function measure(name: string, model: LoadedModel, provider: HostProvider 
       submissionsPerStep: r.submissionsPerStep,
       tokensPerSecond: (steps * 1000) / median(side.times),
       bytesUploadedPerToken: tokens === 0 ? 0 : (r.bytesUploaded - b.bytesUploaded) / tokens,
+      sourceBytesPerToken: tokens === 0 ? 0 : (r.sourceBytesRead - b.sourceBytesRead) / tokens,
+      hostStagingBytes: r.hostStagingBytes,
       uploadMsPerToken: tokens === 0 ? 0 : upload / tokens,
       uploadHiddenFraction: saved === undefined || vsSerial!.upload === 0 ? 0 : Math.min(1, Math.max(0, saved / vsSerial!.upload)),
       stepMsPerToken: mine.step,
@@ -199,7 +205,7 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
     rows.push(...(await measure(name, await load(), createHostProvider(), 'host', HOST_STEPS)));
     rows.push(...(await measure(name, await load(), gpu, adapter, DAWN_STEPS)));
   }
-  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'step ms', 'waits/tok', 'upload KiB/tok', 'upload ms/tok', 'in flight', 'hidden', 'expert miss/hit per tok', 'expert KiB/tok'];
+  const header = ['model', 'measured on', 'policy', 'slots', 'window KiB', 'subm/step', 'tok/s', 'step ms', 'waits/tok', 'upload KiB/tok', 'read KiB/tok', 'staging KiB', 'upload ms/tok', 'in flight', 'hidden', 'expert miss/hit per tok', 'expert KiB/tok'];
   const lines = rows.map((r) => [
     r.model,
     hardwareColumn(r),
@@ -211,6 +217,8 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
     r.stepMsPerToken.toFixed(2),
     r.hostWaitsPerToken.toFixed(1),
     (r.bytesUploadedPerToken / 1024).toFixed(1),
+    (r.sourceBytesPerToken / 1024).toFixed(1),
+    (r.hostStagingBytes / 1024).toFixed(1),
     r.uploadMsPerToken.toFixed(3),
     `${(r.uploadIssuedInFlightFraction * 100).toFixed(0)}%`,
     r.stepMsSavedVsSerial === undefined ? '' : `${(r.uploadHiddenFraction * 100).toFixed(0)}% (${r.stepMsSavedVsSerial >= 0 ? '-' : '+'}${Math.abs(r.stepMsSavedVsSerial).toFixed(2)} ms)`,
@@ -220,7 +228,7 @@ it('layer residency: tokens/s resident vs bounded windows, bytes uploaded per to
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   const note =
-    "A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory. A smaller window uploads every layer's bytes each token. Serial schedule (overlap: false): each window's uploads run after the submission before it was proven, so the GPU idles during the uploads, the next submission and every proof wait. Overlapped schedule (the default with two slots or more: TS-residency-overlap): windows of floor(slots / 2) layers chained on the state group, each later window's layers staged (queue writes ordered before the next submission) while the window before computes: twice the submissions and fence waits, but no idle gap between windows. 'in flight' is the share of the upload host time issued while a submission was in flight; 'hidden' compares the two schedules of the same budget in the same run, (serial step ms - overlapped step ms) / serial upload ms, clamped to 0..100%, with the raw step-time difference beside it: where it saturates the overlap saved more than the uploads themselves (the serial schedule's idle gaps), or the difference is noise of this loaded 2-core machine. On the host provider the kernels run on the runtime's thread: nothing can be hidden there, and the host rows' differences are noise. Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M). Expert caches run serially (the fetch depends on routed ids read back from the submission before) and add, per routed layer and step, one readback of the routed ids and two more submissions (more rounds when the cache is smaller than the distinct experts picked).";
+    "A window holding every layer uploads each layer once (the bytes per token shown are that first upload spread over the run) and then costs nothing but its memory. A smaller window uploads every layer's bytes each token. Every fill reads its tensor parts from the model's range source ('read KiB/tok'; here the bytes are in memory, so a read is a view, then a repack into the window's one staging buffer, 'staging KiB', counted in 'upload ms/tok'); with an OPFS or file source each fill is a real range read. Serial schedule (overlap: false): each window's uploads run after the submission before it was proven, so the GPU idles during the uploads, the next submission and every proof wait. Overlapped schedule (the default with two slots or more: TS-residency-overlap): windows of floor(slots / 2) layers chained on the state group, each later window's layers staged (queue writes ordered before the next submission) while the window before computes: twice the submissions and fence waits, but no idle gap between windows. 'in flight' is the share of the upload host time issued while a submission was in flight; 'hidden' compares the two schedules of the same budget in the same run, (serial step ms - overlapped step ms) / serial upload ms, clamped to 0..100%, with the raw step-time difference beside it: where it saturates the overlap saved more than the uploads themselves (the serial schedule's idle gaps), or the difference is noise of this loaded 2-core machine. On the host provider the kernels run on the runtime's thread: nothing can be hidden there, and the host rows' differences are noise. Slots are sized to the largest layer with 256-byte aligned offsets, so a window of every layer can exceed the resident layer bytes when layers mix kinds (Q4_K_M). Expert caches run serially (the fetch depends on routed ids read back from the submission before) and add, per routed layer and step, one readback of the routed ids and two more submissions (more rounds when the cache is smaller than the distinct experts picked).";
   console.log(['', 'layer residency (greedy decode, median of rounds)', fmt(header), ...lines.map(fmt), '', `note: ${note}`, ...(rows.some((r) => r.softwareAdapter) ? [`note: ${SOFTWARE_ADAPTER_NOTE}`] : [])].join('\n'));
   const fs = process.getBuiltinModule('node:fs');
   fs.mkdirSync('bench/results', { recursive: true });
