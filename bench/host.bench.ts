@@ -115,13 +115,16 @@ async function readF32(group: AllocationGroup, slot: DescriptorSlot): Promise<Fl
 
 type HostSide = { provider: HostProvider; runtime: Runtime };
 
-/** A host runtime per kernel choice over its own provider; with `perDispatch`, also the unprepared wasm side. */
-function runtimes(perDispatch = false): Record<'wasm' | 'scalar', HostSide> & { perDispatch?: HostSide } {
+/**
+ * A host runtime per kernel choice over its own provider; with `perDispatch`, also the unprepared wasm
+ * side; with `q8`, also the q8-activation side (hostKernels 'wasm-q8').
+ */
+function runtimes(perDispatch = false, q8 = false): Record<'wasm' | 'scalar', HostSide> & { perDispatch?: HostSide; q8?: HostSide } {
   const make = (choice: HostKernelChoice) => {
     const provider = createHostProvider();
     return { provider, runtime: createRuntime(provider, { hostKernels: choice }) };
   };
-  const sides = { wasm: make('wasm'), scalar: make('scalar') };
+  const sides = { wasm: make('wasm'), scalar: make('scalar'), ...(q8 ? { q8: make('wasm-q8') } : {}) };
   if (!perDispatch) return sides;
   const unprepared = make('wasm');
   perDispatchHostRuntimes.add(unprepared.runtime);
@@ -287,12 +290,16 @@ interface DecodeRow {
   wasmDispatchesPerToken: number;
   reference?: number;
   wasmVsReference?: number;
+  /** Q8_0 / Q4_0 models: the q8-activation side (hostKernels 'wasm-q8'), its speed and its agreement. */
+  q8TokS?: number;
+  q8AgreeingIds?: number;
+  q8VsReference?: number;
 }
 
 type SessionSource = { model: Awaited<ReturnType<typeof loadModel>> } | { model: ReturnType<typeof parseLlamaModel>; tokenizer: ReturnType<typeof parseTokenizer> };
 
-async function decodeCase(label: string, source: SessionSource, rounds: number, reference?: number): Promise<DecodeRow> {
-  const rts = runtimes(true);
+async function decodeCase(label: string, source: SessionSource, rounds: number, reference?: number, q8 = false): Promise<DecodeRow> {
+  const rts = runtimes(true, q8);
   const sessions: Record<string, TextSession> = {};
   for (const [name, { runtime }] of Object.entries(rts)) {
     sessions[name] = 'tokenizer' in source
@@ -320,10 +327,11 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
     },
   });
   const before = rts.wasm.runtime.hostKernels()!.wasmDispatches;
-  const [w, sc, pd] = await interleaved([side('wasm'), side('scalar'), side('perDispatch')], rounds);
+  const [w, sc, pd, q] = await interleaved([side('wasm'), side('scalar'), side('perDispatch'), ...(q8 ? [side('q8')] : [])], rounds);
   const wasmDispatches = rts.wasm.runtime.hostKernels()!.wasmDispatches - before;
   for (const name of ['wasm', 'scalar'] as const) kernelCounts(name, rts[name].runtime, label);
   kernelCounts('wasm', rts.perDispatch!.runtime, `${label} (per-dispatch)`);
+  if (q8 && rts.q8!.runtime.hostKernels()!.activations !== 'q8') throw new Error(`${label}: the q8 side did not run q8 activations`);
   if (ids['perDispatch']!.join() !== ids['wasm']!.join()) throw new Error(`${label}: the per-dispatch side chose other ids`);
   let agree = 0;
   while (agree < ids['wasm']!.length && ids['wasm']![agree] === ids['scalar']![agree]) agree++;
@@ -342,7 +350,14 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
     wasmDispatchesPerToken: wasmDispatches / ((rounds + 1) * (DECODE_STEPS + 1)),
   };
   if (agree < 20) console.warn(`${label}: wasm and scalar greedy ids agree for ${agree} tokens only`);
-  return reference === undefined ? row : { ...row, reference, wasmVsReference: row.wasmTokS / reference };
+  let q8Row: Partial<DecodeRow> = {};
+  if (q !== undefined) {
+    let q8Agree = 0;
+    while (q8Agree < ids['wasm']!.length && ids['wasm']![q8Agree] === ids['q8']![q8Agree]) q8Agree++;
+    const q8TokS = tokS(q.median);
+    q8Row = { q8TokS, q8AgreeingIds: q8Agree, ...(reference === undefined ? {} : { q8VsReference: q8TokS / reference }) };
+  }
+  return reference === undefined ? { ...row, ...q8Row } : { ...row, ...q8Row, reference, wasmVsReference: row.wasmTokS / reference };
 }
 
 /** Said when other processes kept the cores busy (a load average above the core count at the start). */
@@ -380,7 +395,8 @@ it('bench:host', async () => {
   for (const [kind, file] of TINY_LLAMA) {
     const bytes = await readGgufFixture(file as never);
     if (bytes === undefined) continue;
-    decode.push(await decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, 3, REFERENCE.llamaCppTinyLlamaTokS[kind]));
+    const q8 = kind === 'Q4_0' || kind === 'Q8_0';
+    decode.push(await decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, 3, REFERENCE.llamaCppTinyLlamaTokS[kind], q8));
   }
 
   const big = matmul.find((r) => r.size === 1024)!;
@@ -400,6 +416,11 @@ it('bench:host', async () => {
       aim: `${r.model} decode at or above ${AIMS.tinyLlamaVsLlamaCppAtLeast}x llama.cpp (${r.reference} tok/s)`,
       met: (r.wasmVsReference ?? 0) >= AIMS.tinyLlamaVsLlamaCppAtLeast,
       measured: `${r.wasmTokS.toFixed(0)} tok/s (${x(r.wasmVsReference ?? 0)})`,
+    })),
+    ...tinyRows.filter((r) => r.q8TokS !== undefined).map((r) => ({
+      aim: `${r.model} decode with hostKernels 'wasm-q8' (8-bit activations, chosen explicitly) at or above ${AIMS.tinyLlamaVsLlamaCppAtLeast}x llama.cpp (${r.reference} tok/s)`,
+      met: (r.q8VsReference ?? 0) >= AIMS.tinyLlamaVsLlamaCppAtLeast,
+      measured: `${r.q8TokS!.toFixed(0)} tok/s (${x(r.q8VsReference ?? 0)})`,
     })),
     ...(['Q4_0', 'Q8_0'] as const).map((k) => ({
       aim: `${k} qmatmul kernel at least ${AIMS.q4q8SpeedupAtLeast}x the scalar path`,
@@ -426,6 +447,9 @@ it('bench:host', async () => {
     ...decode.map((r) =>
       pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host scalar', candidate: 'tenon host wasm-simd', baselineMedianMs: 1000 / r.scalarTokS, candidateMedianMs: 1000 / r.wasmTokS, rounds: r.rounds }),
     ),
+    ...decode.filter((r) => r.q8TokS !== undefined).map((r) =>
+      pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host wasm-simd (f32 activations)', candidate: 'tenon host wasm-q8 (8-bit activations)', baselineMedianMs: 1000 / r.wasmTokS, candidateMedianMs: 1000 / r.q8TokS!, rounds: r.rounds }),
+    ),
     ...decode.map((r) =>
       pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host wasm-simd, per-dispatch binding', candidate: 'tenon host wasm-simd, prepared step', baselineMedianMs: 1000 / r.perDispatchTokS, candidateMedianMs: 1000 / r.wasmTokS, rounds: r.rounds }),
     ),
@@ -441,6 +465,9 @@ it('bench:host', async () => {
   for (const r of qmatmul) lines.push(`  ${r.kind.padEnd(10)}${r.wasmUsPerLayer.toFixed(1).padStart(9)}${r.scalarUsPerLayer.toFixed(1).padStart(11)}${r.speedup.toFixed(1).padStart(9)}${r.wasmGBs.toFixed(1).padStart(11)}  ${HOST_CPU.measuredOn}`);
   lines.push('', `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed)`, '  model                          wasm tok/s  per-dispatch  prepared x  scalar tok/s  speedup  reference  wasm/ref  same ids  measured on');
   for (const r of decode) {
+    if (r.q8TokS !== undefined) {
+      lines.push(`  ${`${r.model} wasm-q8`.padEnd(31)}${r.q8TokS.toFixed(0).padStart(11)}${'-'.padStart(14)}${'-'.padStart(12)}${'-'.padStart(14)}${'-'.padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.q8VsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.q8AgreeingIds).padStart(10)}  ${HOST_CPU.measuredOn} (same ids: vs wasm-simd)`);
+    }
     lines.push(`  ${r.model.padEnd(31)}${r.wasmTokS.toFixed(0).padStart(11)}${r.perDispatchTokS.toFixed(0).padStart(14)}${r.preparedSpeedup.toFixed(2).padStart(12)}${r.scalarTokS.toFixed(0).padStart(14)}${r.speedup.toFixed(1).padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.wasmVsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.agreeingIds).padStart(10)}  ${HOST_CPU.measuredOn}`);
   }
   const machine = machineInfo(loadAtStart);
