@@ -26,7 +26,6 @@
 // Thread: the caller's (any context with SharedArrayBuffer: cross-origin isolated pages, Node).
 import { TenonError } from '../../errors.js';
 import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/index.js';
-import { argmax } from '../../submit/index.js';
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
@@ -182,6 +181,8 @@ export class PartitionedSession {
   #queue: Promise<unknown> = Promise.resolve();
   #stats = { steps: 0, agreements: 0, activationBytes: 0, phaseMicros: { checkpoint: 0, execute: 0, complete: 0 } };
   readonly #manifest1: CommunicationManifest;
+  /** Classifying ranks in vocabulary order (their candidates are compared in this order). */
+  readonly #classifiers: readonly CheckedPartition['plans'][number][];
 
   private constructor(checked: CheckedPartition, options: PartitionedSessionOptions, handles: RankWorkerHandle[], ctrl: SharedArrayBuffer, logits: SharedArrayBuffer, rings: { from: number; to: number; sab: SharedArrayBuffer }[]) {
     this.checked = checked;
@@ -193,6 +194,7 @@ export class PartitionedSession {
     this.#logits = new Float32Array(logits);
     this.#rings = rings;
     this.#manifest1 = communicationManifest(checked, 1);
+    this.#classifiers = checked.plans.filter((p) => p.classifies).sort((a, b) => a.vocabStart - b.vocabStart);
   }
 
   /**
@@ -519,9 +521,21 @@ export class PartitionedSession {
     this.#stats.steps++;
     this.#stats.activationBytes += this.#manifest1.bytesPerStep * T;
     const logits = this.#logits.slice();
-    const best = new Uint32Array(1);
-    argmax.host({ rows: 1, cols: vocab }, [logits, best]);
-    return { epoch, pos, logits, argmax: best[0]! };
+    return { epoch, pos, logits, argmax: this.#greedy(logits) };
+  }
+
+  /**
+   * The greedy id of the step: among the classifying ranks' candidates (each the first largest logit of its
+   * own rows, computed on its thread), in vocabulary order, the first largest; the same index a scan of the
+   * whole row (argmax: ties go to the smallest index) gives for rows without NaN.
+   */
+  #greedy(logits: Float32Array): number {
+    let best = -1;
+    for (const p of this.#classifiers) {
+      const i = Atomics.load(this.#ctrl, rankBase(this.maxBatch, p.rank) + RANK_WORD.BEST);
+      if (i >= 0 && (best < 0 || logits[i]! > logits[best]!)) best = i;
+    }
+    return best;
   }
 
   // ----- checkpoints, rollback, reset -----

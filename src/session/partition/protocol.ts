@@ -41,6 +41,12 @@ export const RANK_WORD = {
   LENGTH: 3,
   /** Phase + 1 where the rank parked itself (fault seam), 0 otherwise. */
   PARKED: 4,
+  /**
+   * A classifying rank's greedy candidate after its execute phase: the vocabulary index of the first
+   * largest logit among its own classifier rows (-1 when it owns none). The coordinator picks among the
+   * candidates instead of scanning the whole vocabulary on its own thread after the step.
+   */
+  BEST: 5,
 } as const;
 
 export const controlWords = (maxBatch: number, ranks: number): number => CTRL.TOKENS + maxBatch + ranks * RANK_WORDS;

@@ -8,6 +8,7 @@
 // Thread: the rank's worker.
 import { TenonError, isTenonError } from '../../errors.js';
 import { RING_WORD, RingReader, RingWriter } from '../../dataplane/index.js';
+import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
@@ -69,6 +70,7 @@ export class Rank implements RankLinks {
   readonly #writers = new Map<number, RingWriter>();
   readonly #readers = new Map<number, RingReader>();
   readonly #scratch: Float32Array;
+  readonly #best = new Uint32Array(1);
   /** Counters (benchmarks): activation exchanges, microseconds inside them, microseconds in forward passes. */
   #exchanges = 0;
   #exchangeMicros = 0;
@@ -207,6 +209,18 @@ export class Rank implements RankLinks {
     }
   }
 
+  /** Writes this rank's greedy candidate (RANK_WORD.BEST) from its rows of the shared logits. */
+  #candidate(): void {
+    const p = this.#init.weights.plan;
+    if (!p.classifies) return;
+    let best = -1;
+    if (p.vocabEnd > p.vocabStart) {
+      argmax.host({ rows: 1, cols: p.vocabEnd - p.vocabStart }, [this.#logits.subarray(p.vocabStart, p.vocabEnd), this.#best]);
+      best = p.vocabStart + this.#best[0]!;
+    }
+    Atomics.store(this.#ctrl, this.#base + RANK_WORD.BEST, best);
+  }
+
   #park(phase: RankPhase): void {
     if (this.#faults.parkAt !== phase) return;
     Atomics.store(this.#ctrl, this.#base + RANK_WORD.PARKED, phaseIndex(phase) + 1);
@@ -258,6 +272,7 @@ export class Rank implements RankLinks {
         if (err instanceof Fenced) throw err;
         ok = false;
       }
+      if (ok) this.#candidate();
       this.#forwardMicros += (performance.now() - t0) * 1000;
       this.#vote('execute', epoch, ok && !this.#fails('execute'));
       const verdict = this.#decision('execute', epoch);
