@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { contextPlan } from '../../src/cli/tenon.js';
 import { GGUF_MAX_HEADER_CHUNK, parseGguf } from '../../src/model/index.js';
 import { readGgufFixture, readGgufReference } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
@@ -77,6 +78,10 @@ const IM_END = 151645;
 const LLAMA3_BOS = 128000;
 /** tok512's BOS. */
 const TOK512_BOS = 1;
+/** stories260K-f32.gguf's llama.context_length. */
+const STORIES_CONTEXT = 128;
+/** Bytes the chained decode reads back per step: the chosen token id. */
+const TOKEN_ID_BYTES = 4;
 /** Bytes of the four-byte "GGUF" peek the CLI makes before parsing (it tells GGUF from llama2.c). */
 const MAGIC_PEEK = 4;
 
@@ -138,6 +143,8 @@ interface GenerateOut {
   generatedIds: number[];
   text: string;
   stop: string;
+  maxSeq: number;
+  decode: { mode: string; queueSubmits: number; hostAwaits: number; bytesReadBack: number };
   read: ReadStats;
 }
 
@@ -343,5 +350,31 @@ describe('tenon generate on GGUF', () => {
     const usage = run(['generate', '--model', stories!.path, '--input', 'x.json', '--json']);
     expect(usage.status).toBe(2);
     expect(usage.stderr.startsWith('tenon: --input needs --chat')).toBe(true);
+  });
+
+  it('[SHIP-cli-context] the context plan: prompt plus steps, capped by the model\'s context (and 4096); the tokens that fit', () => {
+    expect(contextPlan(5, 10, STORIES_CONTEXT)).toEqual({ maxSeq: 15, maxTokens: 10 });
+    expect(contextPlan(5, 200, STORIES_CONTEXT)).toEqual({ maxSeq: STORIES_CONTEXT, maxTokens: STORIES_CONTEXT - 5 });
+    expect(contextPlan(3, 10_000, 131_072)).toEqual({ maxSeq: 4096, maxTokens: 4093 });
+    expect(contextPlan(STORIES_CONTEXT, 1, STORIES_CONTEXT)).toEqual({ maxSeq: STORIES_CONTEXT, maxTokens: 0 });
+  });
+
+  it.skipIf(stories === undefined || greedy === undefined)('[SHIP-cli-context] --steps 200 on stories260K (128 positions) on Dawn stops at the full context with every id that fit, as a chained greedy decode; a longer prompt is refused first', () => {
+    const ref = greedy!['stories260K-f32.gguf']![0]!;
+    const out = generateJson(['--model', stories!.path, '--prompt', ref.prompt, '--steps', '200', '--provider', 'webgpu']);
+    expect(out.provider).toBe('webgpu');
+    expect(out.stop).toBe('context-full');
+    expect(out.maxSeq).toBe(STORIES_CONTEXT);
+    expect(out.promptIds).toEqual(ref.prompt_ids);
+    const n = out.generatedIds.length;
+    expect(n).toBe(STORIES_CONTEXT - ref.prompt_ids.length);
+    expect(out.generatedIds.slice(0, ref.generated.length)).toEqual(ref.generated);
+    // One submission and one 4-byte readback per step: the prefill and each token's decode.
+    expect(out.decode.mode).toBe('chained');
+    expect(out.decode.queueSubmits).toBe(n + 1);
+    expect(out.decode.hostAwaits).toBeLessThanOrEqual(n + 1);
+    expect(out.decode.bytesReadBack).toBe(TOKEN_ID_BYTES * (n + 1));
+    const long = run(['generate', '--model', stories!.path, '--prompt', 'Once upon a time '.repeat(STORIES_CONTEXT / 4), '--steps', '1', '--provider', 'host', '--json']);
+    expect(failure(long)).toEqual({ status: 1, code: 'ENOSPC', reason: 'context-full', stdout: '' });
   });
 });

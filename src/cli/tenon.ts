@@ -3,14 +3,20 @@
 //             provider (--provider auto, the default: createProvider's choice, WebGPU on a hardware
 //             adapter and the host on a software one such as SwiftShader; --verbose prints the choice and
 //             its reason to stderr); --chat renders the model's chat template around the messages and
-//             stops at the model's end-of-generation tokens.
+//             stops at the model's end-of-generation tokens. The session's cache holds the prompt plus
+//             --steps positions, at most the model's context (and MAX_SEQ): a run asked for more tokens than
+//             fit stops when the context is full (stop `context-full`), a prompt longer than the context
+//             is refused first (ENOSPC context-full). On a software adapter Dawn's event pump is paced
+//             (dawn-events.ts) for the run.
 //   tokenize  prints the token ids of a text (--special: special-token texts become their tokens).
 //   render    prints the chat template rendered for a JSON input file ({ messages, add_generation_prompt,
 //             ... }), bos_token/eos_token defaulting to the model's own.
 // Models are read through a Node file handle as a range source (model-file.ts): never one buffer. Text
 // mode writes plain text to stdout; --json writes one JSON object and a newline: generate { provider (the
 // one that ran), providerSelection { requested, kind, reason, adapter?, message }, adapter, model,
-// promptIds, renderedPrompt (--chat), generatedIds, text, stop, read, timings }, tokenize { ids, tokens,
+// promptIds, renderedPrompt (--chat), generatedIds, text, stop (max-tokens | end-of-generation |
+// context-full), maxSeq, decode { mode, dispatchesPerToken, queueSubmits, hostAwaits, bytesReadBack: the
+// runtime's counters over the generation }, read, timings }, tokenize { ids, tokens,
 // read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
 // largest single read, the file's size). --help prints the usage
 // to stdout and exits 0. A failure prints `tenon: CODE reason: message` to stderr and exits 1 (usage
@@ -19,10 +25,11 @@
 // picks the host provider, reason no-webgpu);
 // XDG_RUNTIME_DIR gets a private default first (runtime-dir.ts). Uses only the public API.
 import { TenonError, TextSession, createProvider, createRuntime, isTenonError, renderChat } from '../index.js';
-import type { ChatInput, ChatMessage, GeneratedToken, SelectedProvider, WebGPUProvider } from '../index.js';
+import type { ChatInput, ChatMessage, RuntimeStats, SelectedProvider, WebGPUProvider } from '../index.js';
 import { USAGE, UsageError, parseArgs } from './args.js';
 import type { GenerateArgs, ProviderKind, RenderArgs, TokenizeArgs } from './args.js';
 import { loadModelFile, loadTokenizer, openModelFile, readSmallFile } from './model-file.js';
+import { paceDawnEvents } from './dawn-events.js';
 import { ensureRuntimeDir } from './runtime-dir.js';
 
 const HELP_FLAGS = new Set(['--help', '-h', 'help']);
@@ -111,47 +118,89 @@ async function chatInput(args: GenerateArgs): Promise<ChatInput> {
   return { messages };
 }
 
+/**
+ * Why a generation ended: every requested token came (`max-tokens`), the model chose an end token
+ * (`end-of-generation`), or the context (the cache this run sized) has no room for another token.
+ */
+export type StopReason = 'max-tokens' | 'end-of-generation' | 'context-full';
+
+/**
+ * The cache a run needs: the prompt plus one position per generated token (the session decodes every token
+ * it yields), at most the model's context and MAX_SEQ. `maxTokens` is what fits: a run asked for more stops
+ * there with `context-full` instead of failing mid-generation.
+ */
+export function contextPlan(promptLength: number, steps: number, contextLength: number): { maxSeq: number; maxTokens: number } {
+  const limit = Math.min(contextLength, MAX_SEQ);
+  const maxSeq = Math.max(1, Math.min(limit, promptLength + steps));
+  return { maxSeq, maxTokens: Math.max(0, Math.min(steps, maxSeq - promptLength)) };
+}
+
+/**
+ * How the generation ran: the session's decode mode and dispatches per decode step, and the runtime's
+ * counters over the whole generation (prefill included): queue submissions, host waits on the GPU and
+ * bytes read back (a chained greedy decode: one submission, one wait and 4 bytes per token).
+ */
+function decodeReport(session: TextSession, before: RuntimeStats, after: RuntimeStats): unknown {
+  const { mode, dispatchesPerToken } = session.report().decode;
+  const delta = (key: 'queueSubmits' | 'hostAwaits' | 'bytesReadBack'): number => after[key] - before[key];
+  return { mode, dispatchesPerToken: dispatchesPerToken ?? null, queueSubmits: delta('queueSubmits'), hostAwaits: delta('hostAwaits'), bytesReadBack: delta('bytesReadBack') };
+}
+
 async function generate(args: GenerateArgs): Promise<void> {
   const file = await openModelFile(args.model);
   let provider: SelectedProvider | undefined;
+  let restorePump: (() => void) | undefined;
   try {
     const t0 = performance.now();
     const model = await loadModelFile(file, args.tokenizer);
-    const sampling = { maxTokens: args.steps, temperature: args.temperature, topP: args.topP, seed: args.seed };
-    let run: (session: TextSession) => AsyncGenerator<GeneratedToken, void, undefined>;
+    let ids: number[];
+    let stopTokens: readonly number[] | undefined;
     let renderedPrompt: string | undefined;
     if (args.chat) {
       // Everything but messages and add_generation_prompt (always true for a reply) is a template variable.
       const { messages, add_generation_prompt: _, ...variables } = await chatInput(args);
-      // Rendered here first, so a model without a template or a bad input fails before any upload.
+      // Rendered here first, so a model without a template or a bad input fails before any upload. Encoded
+      // as TextSession.chat does (special tokens parsed, BOS unless the template wrote it), so the prompt's
+      // length sizes the context.
       renderedPrompt = renderChat(model.tokenizer, { ...variables, messages, add_generation_prompt: true });
-      run = (session) => session.chat(messages, { ...sampling, variables });
+      const bos = model.tokenizer.special.bos;
+      const templateHasBos = bos !== undefined && renderedPrompt.startsWith(model.tokenizer.tokenText(bos));
+      ids = model.tokenizer.encode(renderedPrompt, { bos: model.tokenizer.addBos && !templateHasBos, parseSpecial: true });
+      stopTokens = model.endOfGeneration;
     } else {
-      const ids = model.tokenizer.encode(args.prompt ?? '', { parseSpecial: args.special });
-      run = (session) => session.generate(ids, sampling);
+      ids = model.tokenizer.encode(args.prompt ?? '', { parseSpecial: args.special });
     }
+    if (ids.length > Math.min(model.config.contextLength, MAX_SEQ)) {
+      throw new TenonError('ENOSPC', `the prompt takes ${ids.length} positions, the context ${Math.min(model.config.contextLength, MAX_SEQ)}`, { op: OP, reason: 'context-full' });
+    }
+    const plan = contextPlan(ids.length, args.steps, model.config.contextLength);
+    const sampling = { maxTokens: plan.maxTokens, temperature: args.temperature, topP: args.topP, seed: args.seed, ...(stopTokens === undefined ? {} : { stopTokens }) };
     provider = await makeProvider(args.provider);
+    // Dawn's busy event pump would take a core from a software adapter's own threads (dawn-events.ts).
+    if (provider.kind === 'webgpu' && provider.selection.adapter?.software === true) restorePump = paceDawnEvents();
     if (args.verbose) process.stderr.write(`tenon: --provider ${provider.selection.requested}: ${provider.selection.message} (reason ${provider.selection.reason})\n`);
-    const session = await TextSession.create({ runtime: createRuntime(provider), model, maxSeq: Math.min(model.config.contextLength, MAX_SEQ) });
+    const runtime = createRuntime(provider);
+    const session = await TextSession.create({ runtime, model, maxSeq: plan.maxSeq });
     const loaded = performance.now();
     const generated: number[] = [];
-    let promptIds: number[] | undefined;
     let text = '';
     let first: number | undefined;
+    const before = runtime.stats();
+    let decode: unknown;
     try {
-      for await (const t of run(session)) {
+      for await (const t of session.generate(ids, sampling)) {
         first ??= performance.now();
-        // The committed history before the first token is the prompt as the session ran it.
-        promptIds ??= session.tokens.slice(0, t.position);
         generated.push(t.token);
         text += t.text;
         if (!args.json) out(t.text);
       }
-      promptIds ??= [...session.tokens];
+      decode = decodeReport(session, before, runtime.stats());
     } finally {
       session.dispose();
     }
     const done = performance.now();
+    const stop: StopReason = generated.length >= args.steps ? 'max-tokens' : generated.length >= plan.maxTokens ? 'context-full' : 'end-of-generation';
+    if (args.verbose && stop === 'context-full') process.stderr.write(`tenon: stopped after ${generated.length} tokens: the context holds ${plan.maxSeq} positions\n`);
     if (args.json) {
       const seconds = (done - (first ?? done)) / 1000;
       printJson({
@@ -159,11 +208,13 @@ async function generate(args: GenerateArgs): Promise<void> {
         providerSelection: provider.selection,
         adapter: provider.kind === 'webgpu' ? { vendor: provider.adapterInfo.vendor, architecture: provider.adapterInfo.architecture } : null,
         model: { format: model.format, architecture: model.architecture.id, name: model.name ?? null },
-        promptIds,
+        promptIds: ids,
         ...(renderedPrompt === undefined ? {} : { renderedPrompt }),
         generatedIds: generated,
         text,
-        stop: generated.length >= args.steps ? 'max-tokens' : 'end-of-generation',
+        stop,
+        maxSeq: plan.maxSeq,
+        decode,
         read: file.stats(),
         loadMs: Math.round(loaded - t0),
         firstTokenMs: first === undefined ? null : Math.round(first - loaded),
@@ -172,6 +223,7 @@ async function generate(args: GenerateArgs): Promise<void> {
     } else out('\n');
   } finally {
     if (provider?.kind === 'webgpu') (provider as WebGPUProvider).destroy();
+    restorePump?.();
     await file.close();
   }
 }
