@@ -1,7 +1,8 @@
 // Faults of a bounded layer window, through named seams of production code (no mocks), on a TextSession
 // over stories260K.bin (5 layers; a window of one slot: every step uploads every layer):
-// - a host read of layer 2's weights failing after the layer's first tensor was written into its slot
-//   (session.faults.failLayerRead, the seam an OPFS read error takes): the step fails EIO
+// - the fill of layer 2's slot failing after the layer's first tensor was written into it
+//   (session.faults.failLayerRead, the window's own seam; a failing read of the source itself, OPFS or a
+//   file, is residency-source.test.ts): the step fails EIO
 //   `layer-read-failed` naming the layer, the session's transaction aborts it (KV state bit-identical,
 //   length unchanged), the half-written slot is not trusted, and the next step computes the very logits a
 //   resident session computes;

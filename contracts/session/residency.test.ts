@@ -1,11 +1,12 @@
 // Layer residency (issue 13, seed 003 "Residency"): a forward built with `residency: { kind: 'bounded',
-// bytes }` keeps the layer weights on the host and at most `bytes` of them on the provider, in a window of
+// bytes }` keeps the layer weights in the model's source (read by range when a slot is filled; see
+// residency-source.test.ts) and at most `bytes` of them on the provider, in a window of
 // slots, and computes bit-identical logits to the resident forward on the same provider (the same kernels
 // run on the same bytes; only the submissions are cut between layers). Cases:
 // - every lowering kind on the host provider: stories260K.bin (F32, llama2.c), tiny-llama F16, Q8_0,
 //   Q4_0, Q4_K_M, Q6_K, and tiny-moe Q4_K_M (routed experts: its expert tensors travel with their layer);
 // - on WebGPU (Dawn in Node, Chromium in the browser lane; SwiftShader is slow, so two kinds only):
-//   stories260K.bin and tiny-llama Q4_K_M.
+//   stories260K.bin and tiny-llama Q4_K_M (every kind over 32 steps: residency-matrix.test.ts, opt-in).
 // Each case runs a 4-token prompt and greedy steps (32 on the host; 4 on WebGPU, 2 for tiny-moe there:
 // SwiftShader is slow) with the resident forward, then the same with a window
 // of one slot (the budget of one layer plus one byte) and with half the layer bytes, comparing every
