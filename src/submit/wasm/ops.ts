@@ -50,10 +50,10 @@ function ropeTableBytes(p: RopeParams): number {
  * f32, laid out for the pairing.
  */
 function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
-  const freq = ropeTable(p);
+  const freq = frequencies(p);
   const half = p.headDim / 2;
   const neox = p.style === 'neox';
-  const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
+  const out = wholeF32(k.memory.buffer).subarray(table / F32_BYTES, table / F32_BYTES + 2 * p.count * p.headDim);
   for (let t = 0; t < p.count; t++) {
     const cos = 2 * t * p.headDim;
     const sin = cos + p.headDim;
@@ -72,6 +72,34 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
       }
     }
   }
+}
+
+/** Frequencies of rope params without per-pair factors, by head dim and theta (computed once each). */
+const plainFrequencies = new Map<string, Float32Array>();
+/** The same for params with factors, by the factors array (a model keeps one for all its layers). */
+const factoredFrequencies = new WeakMap<ArrayLike<number>, Map<string, Float32Array>>();
+
+/** ropeTable(p), computed once per (head dim, theta, factors) instead of once per dispatch. */
+function frequencies(p: RopeParams): Float32Array {
+  const key = `${p.headDim}:${p.theta}`;
+  let cache = plainFrequencies;
+  if (p.freqFactors !== undefined) {
+    cache = factoredFrequencies.get(p.freqFactors) ?? new Map<string, Float32Array>();
+    factoredFrequencies.set(p.freqFactors, cache);
+  }
+  let freq = cache.get(key);
+  if (freq === undefined) {
+    freq = ropeTable(p);
+    cache.set(key, freq);
+  }
+  return freq;
+}
+
+/** One f32 view over the whole of a memory's buffer, re-derived when the buffer changes (growth). */
+let whole: Float32Array | undefined;
+function wholeF32(buffer: ArrayBufferLike): Float32Array {
+  if (whole === undefined || whole.buffer !== buffer) whole = new Float32Array(buffer);
+  return whole;
 }
 
 /** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
@@ -102,28 +130,49 @@ export const Q8_ACTIVATION_KINDS: readonly PackedKind[] = ['Q8_0', 'Q4_0'];
 
 function qmatmulQ8Entry(kind: PackedKind): WasmOp<QMatmulParams> {
   const id = PACKED_KIND_ID[kind];
+  const layouts = layoutCache(kind);
   return {
     scratchBytes: (p) => q8ScratchBytes(p.m, p.k),
     run(k, p, [x, w, out], scratch) {
-      const layout = packedRowLayout(kind, p.k);
-      k.quant.qmatmul_q8(id, x!, w!, out!, p.m, p.n, p.k, layout.rowWords * F32_BYTES, layout.planes[0]! * F32_BYTES, scratch);
+      const l = layouts(p.k);
+      k.quant.qmatmul_q8(id, x!, w!, out!, p.m, p.n, p.k, l.rowBytes, l.p0, scratch);
     },
+  };
+}
+
+/** A packed row layout in the kernels' terms: row and plane offsets in bytes. */
+interface ByteLayout {
+  readonly rowBytes: number;
+  readonly p0: number;
+  readonly p1: number;
+  readonly p2: number;
+}
+
+/** Per kind: its byte layouts by row length, derived once each (a decode step allocates none). */
+function layoutCache(kind: PackedKind): (k: number) => ByteLayout {
+  const known = new Map<number, ByteLayout>();
+  return (k) => {
+    let l = known.get(k);
+    if (l === undefined) {
+      const layout = packedRowLayout(kind, k);
+      const [p0, p1, p2] = layout.planes;
+      l = { rowBytes: layout.rowWords * F32_BYTES, p0: p0 * F32_BYTES, p1: p1 * F32_BYTES, p2: p2 * F32_BYTES };
+      known.set(k, l);
+    }
+    return l;
   };
 }
 
 function qmatmulEntry(kind: PackedKind): WasmOp<QMatmulParams> {
   const id = PACKED_KIND_ID[kind];
+  const layouts = layoutCache(kind);
   return {
     scratchBytes: (p) => (PACKED_BLOCK[kind] === 1 ? 0 : groupsScratchBytes(p.m, p.k)),
     run(k, p, [x, w, out], scratch) {
-      const layout = packedRowLayout(kind, p.k);
-      const rowBytes = layout.rowWords * F32_BYTES;
+      const l = layouts(p.k);
       // F32 rows need no decoding: four rows at a time share each load of x.
-      if (kind === 'F32') k.f32.linear_rows(x!, w!, out!, p.m, p.n, p.k, rowBytes);
-      else {
-        const [p0, p1, p2] = layout.planes;
-        k.quant.qmatmul(id, x!, w!, out!, p.m, p.n, p.k, rowBytes, p0 * F32_BYTES, p1 * F32_BYTES, p2 * F32_BYTES, scratch);
-      }
+      if (kind === 'F32') k.f32.linear_rows(x!, w!, out!, p.m, p.n, p.k, l.rowBytes);
+      else k.quant.qmatmul(id, x!, w!, out!, p.m, p.n, p.k, l.rowBytes, l.p0, l.p1, l.p2, scratch);
     },
   };
 }
