@@ -11,7 +11,8 @@
 // (faults.failReadAt) fails the real read of layer 2's ffn_down range mid-layer: the step is aborted by
 // the transaction (KV state bit-identical, length unchanged) with EIO layer-read-failed naming layer 2 and
 // the tensor in `ids`, the source's EIO read-failed (with its byte range) as the cause; the next two
-// steps give the resident session's logits.
+// steps give the resident session's logits. The fault runs with one slot (serial schedule) and with two
+// (overlapped: layer 2 is staged while layer 1's submission is in flight).
 import { describe, expect, it } from 'vitest';
 import { TextSession, createHostProvider, createRuntime, descriptorSource, fileHandleSource, loadModel } from '../../src/index.js';
 import type { FaultableSource, LoadedModel, StepError } from '../../src/index.js';
@@ -133,42 +134,46 @@ describe.skipIf(!present)(`bounded residency over a ${inBrowser ? 'data-plane (O
     s.dispose();
   });
 
-  it('[TS-residency-read-fault] a failing range read of the source mid-layer aborts the step (state bit-identical, layer in ids); the next steps match resident', async () => {
-    const want = await resident();
-    const inner = await openSource();
-    const model = await loadModel(inner, { tokenizer: tok512! });
-    const perLayer = layerBytes(model);
-    const s = await session(model, await oneSlot(model));
-    await s.prefill(PROMPT);
-    const state = await s.exportState();
-    const before = s.report().layerResidency;
-    const target = model.layers[FAILING_LAYER]!.ffnDown!;
-    inner.faults.failReadAt(target.sourceOffset! + 1);
-    const err = (await catchTenonAsync(() => s.decode(NEXT))) as StepError;
-    expect(err.code).toBe('EIO');
-    expect(err.outcome).toBe('aborted');
-    const cause = err.cause as { code: string; reason: string; ids: { layer: number; tensor: string }; cause: { code: string; reason: string; range: { start: number; end: number } } };
-    expect(cause.code).toBe('EIO');
-    expect(cause.reason).toBe('layer-read-failed');
-    expect(cause.ids.layer).toBe(FAILING_LAYER);
-    expect(cause.ids.tensor).toBe(target.name);
-    // The source's own error: its read path failed for the range holding the armed byte.
-    expect(cause.cause.code).toBe('EIO');
-    expect(cause.cause.reason).toBe('read-failed');
-    expect(cause.cause.range.start).toBeLessThanOrEqual(target.sourceOffset! + 1);
-    expect(cause.cause.range.end).toBeGreaterThan(target.sourceOffset! + 1);
-    // Mid-layer: layers 0 and 1 were read whole, layer 2 in part.
-    const read = s.report().layerResidency.sourceBytesRead - before.sourceBytesRead;
-    expect(read).toBeGreaterThan(perLayer[0]! + perLayer[1]!);
-    expect(read).toBeLessThan(perLayer[0]! + perLayer[1]! + perLayer[2]!);
-    expect(s.report().layerResidency.layerUploads).toBe(before.layerUploads + FAILING_LAYER);
-    expect(s.length).toBe(PROMPT.length);
-    expect(s.lastOutcome).toBe('aborted');
-    expect(await s.exportState()).toEqual(state);
-    const first = await s.decode(NEXT);
-    expect(bits(first.logits)).toEqual(bits(want.first.logits));
-    const second = await s.decode(first.argmax);
-    expect(bits(second.logits)).toEqual(bits(want.second.logits));
-    s.dispose();
-  });
+  for (const slots of [1, 2]) {
+    it(`[TS-residency-read-fault] a failing range read of the source mid-layer aborts the step (state bit-identical, layer in ids); the next steps match resident (${slots === 1 ? 'one slot, serial' : 'two slots, overlapped'})`, async () => {
+      const want = await resident();
+      const inner = await openSource();
+      const model = await loadModel(inner, { tokenizer: tok512! });
+      const perLayer = layerBytes(model);
+      const s = await session(model, slots * (await oneSlot(model)));
+      expect(s.report().layerResidency.slots).toBe(slots);
+      expect(s.report().layerResidency.overlap).toBe(slots > 1);
+      await s.prefill(PROMPT);
+      const state = await s.exportState();
+      const before = s.report().layerResidency;
+      const target = model.layers[FAILING_LAYER]!.ffnDown!;
+      inner.faults.failReadAt(target.sourceOffset! + 1);
+      const err = (await catchTenonAsync(() => s.decode(NEXT))) as StepError;
+      expect(err.code).toBe('EIO');
+      expect(err.outcome).toBe('aborted');
+      const cause = err.cause as { code: string; reason: string; ids: { layer: number; tensor: string }; cause: { code: string; reason: string; range: { start: number; end: number } } };
+      expect(cause.code).toBe('EIO');
+      expect(cause.reason).toBe('layer-read-failed');
+      expect(cause.ids.layer).toBe(FAILING_LAYER);
+      expect(cause.ids.tensor).toBe(target.name);
+      // The source's own error: its read path failed for the range holding the armed byte.
+      expect(cause.cause.code).toBe('EIO');
+      expect(cause.cause.reason).toBe('read-failed');
+      expect(cause.cause.range.start).toBeLessThanOrEqual(target.sourceOffset! + 1);
+      expect(cause.cause.range.end).toBeGreaterThan(target.sourceOffset! + 1);
+      // Mid-layer: layers 0 and 1 were read whole, layer 2 in part.
+      const read = s.report().layerResidency.sourceBytesRead - before.sourceBytesRead;
+      expect(read).toBeGreaterThan(perLayer[0]! + perLayer[1]!);
+      expect(read).toBeLessThan(perLayer[0]! + perLayer[1]! + perLayer[2]!);
+      expect(s.report().layerResidency.layerUploads).toBe(before.layerUploads + FAILING_LAYER);
+      expect(s.length).toBe(PROMPT.length);
+      expect(s.lastOutcome).toBe('aborted');
+      expect(await s.exportState()).toEqual(state);
+      const first = await s.decode(NEXT);
+      expect(bits(first.logits)).toEqual(bits(want.first.logits));
+      const second = await s.decode(first.argmax);
+      expect(bits(second.logits)).toEqual(bits(want.second.logits));
+      s.dispose();
+    });
+  }
 });
