@@ -3,13 +3,16 @@
 // provider; bad usage exits 2 and a missing file exits 1 with a coded message. The built file runs as a
 // command by itself (its `#!` line, its mode). With XDG_RUNTIME_DIR unset, generation on Dawn writes
 // nothing to stderr: the CLI gives the variable a private default first (src/cli/runtime-dir.ts, whose
-// choices are also checked directly).
+// choices are also checked directly). On a software adapter the CLI paces Dawn's event pump (--json says
+// eventPump "paced"): the global setImmediate goes through a timer while installed, clearImmediate cancels
+// either kind, and the originals come back on restore.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { paceDawnEvents } from '../../src/cli/dawn-events.js';
 import { ensureRuntimeDir } from '../../src/cli/runtime-dir.js';
 import { readModelFixture } from '../support/models.js';
 
@@ -50,8 +53,10 @@ describe('tenon CLI', () => {
       const r = run(generateArgs(provider));
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
-      const out = JSON.parse(r.stdout) as { promptIds: number[]; generatedIds: number[]; text: string; provider: string };
+      const out = JSON.parse(r.stdout) as { promptIds: number[]; generatedIds: number[]; text: string; provider: string; eventPump: string | null; providerSelection: { adapter?: { software: boolean } } };
       expect(out.provider).toBe(provider);
+      // TS-cli-dawn-pump: Dawn's pump is paced on a software adapter (SwiftShader here), Dawn's own on hardware.
+      expect(out.eventPump).toBe(provider === 'host' ? null : out.providerSelection.adapter!.software ? 'paced' : 'immediate');
       expect(out.promptIds).toEqual(GREEDY.promptIds);
       expect(out.generatedIds).toEqual(GREEDY.generatedIds);
       expect(out.text).toBe(GREEDY.text);
@@ -102,6 +107,32 @@ describe('tenon CLI', () => {
       expect(statSync(chosen).isDirectory()).toBe(true);
       expect(statSync(chosen).mode & PERMISSION_BITS).toBe(PRIVATE_MODE);
     }
+  });
+
+  it('[TS-cli-dawn-pump] paceDawnEvents routes setImmediate through a timer until restored; clearImmediate cancels either kind', async () => {
+    const original = globalThis.setImmediate;
+    const originalClear = globalThis.clearImmediate;
+    const restore = paceDawnEvents();
+    const ran: string[] = [];
+    try {
+      expect(globalThis.setImmediate).not.toBe(original);
+      const paced = globalThis.setImmediate(() => ran.push('paced'));
+      // A timer (it has refresh()), not an immediate.
+      expect(typeof (paced as unknown as { refresh?: unknown }).refresh).toBe('function');
+      const cancelled = globalThis.setImmediate(() => ran.push('cancelled'));
+      globalThis.clearImmediate(cancelled);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(ran).toEqual(['paced']);
+    } finally {
+      restore();
+    }
+    expect(globalThis.setImmediate).toBe(original);
+    expect(globalThis.clearImmediate).toBe(originalClear);
+    const immediate = globalThis.setImmediate(() => ran.push('cancelled'));
+    expect(typeof (immediate as unknown as { refresh?: unknown }).refresh).toBe('undefined');
+    globalThis.clearImmediate(immediate);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ran).toEqual(['paced']);
   });
 
   it('[SHIP-bin] the built CLI runs as a command by itself (#! line, executable): --help exits 0 with the usage', () => {

@@ -16,7 +16,8 @@
 // one that ran), providerSelection { requested, kind, reason, adapter?, message }, adapter, model,
 // promptIds, renderedPrompt (--chat), generatedIds, text, stop (max-tokens | end-of-generation |
 // context-full), maxSeq, decode { mode, dispatchesPerToken, queueSubmits, hostAwaits, bytesReadBack: the
-// runtime's counters over the generation }, read, timings }, tokenize { ids, tokens,
+// runtime's counters over the generation }, eventPump (WebGPU: `paced` or Dawn's own `immediate`), read,
+// timings }, tokenize { ids, tokens,
 // read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
 // largest single read, the file's size). --help prints the usage
 // to stdout and exits 0. A failure prints `tenon: CODE reason: message` to stderr and exits 1 (usage
@@ -215,6 +216,7 @@ async function generate(args: GenerateArgs): Promise<void> {
         stop,
         maxSeq: plan.maxSeq,
         decode,
+        eventPump: provider.kind !== 'webgpu' ? null : restorePump === undefined ? 'immediate' : 'paced',
         read: file.stats(),
         loadMs: Math.round(loaded - t0),
         firstTokenMs: first === undefined ? null : Math.round(first - loaded),
