@@ -378,10 +378,35 @@
   ;; k mod 8 rest in order. F16 steps whose eight halves are all finite take $finite_half4's three
   ;; operations ($finite_half4's, inline); a step with an infinity or NaN takes the exact general decoder.
   (func $dot_halves (param $x i32) (param $w i32) (param $k i32) (param $bf i32) (result f32)
-    (local $end8 i32) (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $acc0 v128) (local $acc1 v128)
+    (local $end16 i32) (local $v1 v128) (local $end8 i32) (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $acc0 v128) (local $acc1 v128)
     (local $s f32) (local $h i32)
     (local.set $end8 (i32.add (local.get $w) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 1))))
     (local.set $end (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 1))))
+    ;; F16, sixteen halves per trip while all of them are finite: the operations of two trips of $step8's
+    ;; finite path, in the same order, with one test for infinities and NaN; the first trip that has one
+    ;; leaves the rest of the row to $step8.
+    (if (i32.eqz (local.get $bf))
+      (then
+        (local.set $end16 (i32.add (local.get $w) (i32.shl (i32.and (local.get $k) (i32.const -16)) (i32.const 1))))
+        (block $done16
+          (loop $step16
+            (br_if $done16 (i32.ge_u (local.get $w) (local.get $end16)))
+            (local.set $v (v128.load (local.get $w)))
+            (local.set $v1 (v128.load offset=16 (local.get $w)))
+            (br_if $done16 (v128.any_true (v128.or
+              (i16x8.eq (v128.and (local.get $v) (i16x8.splat (i32.const 0x7c00))) (i16x8.splat (i32.const 0x7c00)))
+              (i16x8.eq (v128.and (local.get $v1) (i16x8.splat (i32.const 0x7c00))) (i16x8.splat (i32.const 0x7c00))))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $v)) (i32.const 13))
+              (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))) (v128.load (local.get $x)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $v)) (i32.const 13))
+              (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))) (v128.load offset=16 (local.get $x)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $v1)) (i32.const 13))
+              (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))) (v128.load offset=32 (local.get $x)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $v1)) (i32.const 13))
+              (i32x4.splat (i32.const 0x8fffe000))) (f32x4.splat (global.get $HALF_SCALE))) (v128.load offset=48 (local.get $x)))))
+            (local.set $w (i32.add (local.get $w) (i32.const 32)))
+            (local.set $x (i32.add (local.get $x) (i32.const 64)))
+            (br $step16)))))
     (block $done8
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $w) (local.get $end8)))

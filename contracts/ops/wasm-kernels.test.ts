@@ -260,6 +260,33 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
     });
   }
 
+  it('[OPS-wasm-qmatmul] F16 rows with an infinity or NaN anywhere (inside the 16-half fast trips too) give the twin\'s infinity or NaN', async () => {
+    const specials = [0x7c00, 0xfc00, 0x7e00];
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 5 }), arb.seed(), async (n, trips, seed) => {
+        const k = 16 * trips + (seed % 3);
+        const r = rng(seed);
+        const halves = new Uint16Array(n * (k + (k % 2)));
+        const rowHalves = k + (k % 2);
+        for (let j = 0; j < n; j++) {
+          for (let e = 0; e < k; e++) halves[j * rowHalves + e] = 0x3000 | Math.floor(r() * 0x3ff);
+          halves[j * rowHalves + Math.floor(r() * k)] = specials[j % specials.length]!;
+        }
+        // x > 0 everywhere: a row's one infinity cannot meet an infinity of the other sign.
+        const x = randomF32(seed + 1, k, 0.5, 1);
+        const w: HostOperand = { dtype: 'u32', shape: [n, rowHalves / 2], data: new Uint32Array(halves.buffer) };
+        const got = await both(runtime, QMATMUL.F16.plain, [f32([1, k], x), w, f32([1, n], new Float32Array(n))], { m: 1, n, k }, [0, 0, 0]);
+        for (let j = 0; j < n; j++) {
+          const g = got.wasm[2]![j]!;
+          const h = got.twin[2]![j]!;
+          expect(Number.isFinite(h), `row ${j} of the twin is not finite`).toBe(false);
+          if (!Object.is(g, h)) expect.fail(`F16 1x${n}x${k} out[${j}] is ${g}, twin ${h}`);
+        }
+      }),
+      fcParams(10),
+    );
+  });
+
   it('[OPS-wasm-qmatmul] every kind: row i of an M-row qmatmul equals the same row run alone, bit for bit (one decoded weight row serves all M)', async () => {
     for (const kind of PACKED_KINDS) {
       await fc.assert(
