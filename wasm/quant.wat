@@ -541,7 +541,7 @@
         (br $rows))))
 
   ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
-  ;; As GGML's vec_dot for Q8_0 and Q4_0 weights does, x is first quantized once per call to blocks of 32
+  ;; As GGML's vec_dot for Q8_0, Q4_0 and Q6_K weights does, x is first quantized once per call to blocks of 32
   ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
   ;; sum (i32x4.dot_i16x8_s), made f32 once per block. Faster, but x carries a rounding error of up to
   ;; half its block's scale per element: results differ from the f32 kernels (the scalar twin
@@ -613,11 +613,74 @@
         (br $block)))
     (call $hsum (local.get $acc)))
 
-  ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3) or Q4_0 (4) rows with x quantized first
-  ;; (see above). $scratch: K / 4 bytes of scale pairs, then per row of x 2K bytes of i16 and K / 8 bytes
-  ;; of block scales (q8ScratchBytes in src/submit/wasm/ops.ts).
+  ;; One Q6_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): the 6-bit values
+  ;; unpacked in registers as $decode_q6_k unpacks them; per group of 16 (element e = 256b + 128h + l +
+  ;; 32t + lane), the four lanes of the exact integer dot product made f32 and times (d * scale_g) * d_x
+  ;; (d_x of x's block e / 32), into one accumulator in the order b, h, l, t; the result is its lane sum.
+  (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
+    (local $b i32) (local $h i32) (local $l i32) (local $d f32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $xs i32)
+    (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $d (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b)))
+        (local.set $h (i32.const 0))
+        (block $halvesDone
+          (loop $halves
+            (br_if $halvesDone (i32.ge_u (local.get $h) (i32.const 2)))
+            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (local.get $h) (i32.const 6))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6))) (i32.shl (local.get $h) (i32.const 5))))
+            ;; x's block scales 8b + 4h + t (t = 0..3) at $xs + 4t.
+            (local.set $xs (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2))))
+            (local.set $l (i32.const 0))
+            (block $lanesDone
+              (loop $lanes
+                (br_if $lanesDone (i32.ge_u (local.get $l) (i32.const 32)))
+                (local.set $qa (v128.load (i32.add (local.get $ql) (local.get $l))))
+                (local.set $qc (v128.load offset=32 (i32.add (local.get $ql) (local.get $l))))
+                (local.set $qhi (v128.load (i32.add (local.get $qh) (local.get $l))))
+                ;; Scale bytes 8h + l / 16 + 2t; quantized x of element 256b + 128h + l + 32t at $xe + 64t.
+                (local.set $sc (i32.add (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
+                  (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
+                (local.set $xe (i32.add (local.get $xq)
+                  (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
+                (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=0 (local.get $xe)))
+                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=16 (local.get $xe)))))
+                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=0 (local.get $sc))))
+                    (f32.load offset=0 (local.get $xs)))))))
+                (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=64 (local.get $xe)))
+                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=80 (local.get $xe)))))
+                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=2 (local.get $sc))))
+                    (f32.load offset=4 (local.get $xs)))))))
+                (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=128 (local.get $xe)))
+                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=144 (local.get $xe)))))
+                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=4 (local.get $sc))))
+                    (f32.load offset=8 (local.get $xs)))))))
+                (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=192 (local.get $xe)))
+                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=208 (local.get $xe)))))
+                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=6 (local.get $sc))))
+                    (f32.load offset=12 (local.get $xs)))))))
+                (local.set $l (i32.add (local.get $l) (i32.const 16)))
+                (br $lanes)))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))
+            (br $halves)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (call $hsum (local.get $acc)))
+
+  ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4) or Q6_K (6) rows with x quantized
+  ;; first (see above). $scratch: K / 4 bytes of scale pairs, then per row of x 2K bytes of i16 and K / 8
+  ;; bytes of block scales (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
-    (param $rowBytes i32) (param $p0 i32) (param $scratch i32)
+    (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
     (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
@@ -636,22 +699,27 @@
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
         (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
-        (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $scratch))
+        (if (i32.ne (local.get $kind) (i32.const 6))
+          (then (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $scratch))))
         (local.set $i (i32.const 0))
         (block $xDone
           (loop $xRows
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
             (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
             (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
-              (call $dot_q8x (local.get $kind) (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                (local.get $row) (local.get $blocks) (local.get $scratch)))
+              (if (result f32) (i32.eq (local.get $kind) (i32.const 6))
+                (then (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))
+                (else (call $dot_q8x (local.get $kind) (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+                  (local.get $row) (local.get $blocks) (local.get $scratch)))))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
             (br $xRows)))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
   ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
-  ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows). The other block kinds: each row of W is decoded once into the groups form
+  ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows).
+  ;; The other block kinds: each row of W is decoded once into the groups form
   ;; in $scratch (K bytes of quants, then K / 16 scales, K / 16 mins, then M * K / 16 sums of x's groups:
   ;; 3K / 2 + M K / 4 bytes) and dotted with every row of x.
   (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)

@@ -32,10 +32,10 @@ export interface F32Exports {
 export interface QuantExports {
   qmatmul(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;
   /**
-   * Q8_0 (3) / Q4_0 (4) with x quantized to 8-bit blocks first (the 'wasm-q8' choice; see wasm/quant.wat).
-   * `scratch`: q8ScratchBytes(m, k) bytes (src/submit/wasm/ops.ts).
+   * Q8_0 (3) / Q4_0 (4) / Q6_K (6) with x quantized to 8-bit blocks first (the 'wasm-q8' choice; see
+   * wasm/quant.wat). `scratch`: q8ScratchBytes(m, k) bytes (src/submit/wasm/ops.ts).
    */
-  qmatmul_q8(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, scratch: number): void;
+  qmatmul_q8(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;
   /** `scratch`: groupsScratchBytes(0, k) bytes (src/submit/wasm/ops.ts) for the block kinds. */
   dequant_row(kind: number, w: number, out: number, k: number, p0: number, p1: number, p2: number, scratch: number): void;
 }

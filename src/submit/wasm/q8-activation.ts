@@ -1,12 +1,12 @@
 // The scalar twin of wasm/quant.wat's q8-activation kernel (`qmatmul_q8`, chosen with
-// `hostKernels: 'wasm-q8'`): out[M, N] = x[M, K] . W^T for packed Q8_0 or Q4_0 rows (src/submit/ops/
+// `hostKernels: 'wasm-q8'`): out[M, N] = x[M, K] . W^T for packed Q8_0, Q4_0 or Q6_K rows (src/submit/ops/
 // qmatmul-layout.ts) with every row of x first quantized to blocks of 32 signed 8-bit values and an f32
 // scale each. It repeats the kernel's operations one by one in f32 (Math.fround after each), lane by
 // lane, so the kernel must equal it bit for bit; the tests hold it there. Pure function of its
 // arguments: reads x and the packed words, writes only `out`.
 import { halfToFloat, packedRowLayout } from '../ops/qmatmul-layout.js';
 
-/** Elements per quantized block of x (and per weight block of Q8_0 / Q4_0). */
+/** Elements per quantized block of x (and per weight block of Q8_0 / Q4_0; a Q6_K half has four). */
 const BLOCK = 32;
 /** Largest magnitude of a quantized x value. */
 const Q_MAX = 127;
@@ -41,8 +41,17 @@ export function quantizeBlock(x: ArrayLike<number>, at: number, q: Int16Array): 
   return d;
 }
 
-/** The twin of qmatmul_q8 for kind 'Q8_0' or 'Q4_0' (k a multiple of 32); `w` holds n packed rows. */
-export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0', x: Float32Array, w: Uint32Array, out: Float32Array, m: number, n: number, k: number): void {
+/** Elements per Q6_K super-block, per half of one, and per scale group. */
+const QK_K = 256;
+const HALF = 128;
+const GROUP = 16;
+const Q6_OFFSET = 32;
+
+/**
+ * The twin of qmatmul_q8 for kind 'Q8_0', 'Q4_0' (k a multiple of 32) or 'Q6_K' (k a multiple of 256);
+ * `w` holds n packed rows.
+ */
+export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q6_K', x: Float32Array, w: Uint32Array, out: Float32Array, m: number, n: number, k: number): void {
   const layout = packedRowLayout(kind, k);
   const blocks = k / BLOCK;
   const bytes = new Uint8Array(w.buffer, w.byteOffset, w.byteLength);
@@ -54,6 +63,10 @@ export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0', x: Float32Array, w: Ui
       xd[i * blocks + b] = quantizeBlock(x, i * k + b * BLOCK, block);
       xq.set(block, i * k + b * BLOCK);
     }
+  }
+  if (kind === 'Q6_K') {
+    q6kRows(bytes, layout.rowWords * 4, layout.planes.map((p) => p * 4), xq, xd, out, m, n, k);
+    return;
   }
   const wq = new Int8Array(BLOCK);
   const acc = new Float64Array(LANES);
@@ -80,6 +93,49 @@ export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0', x: Float32Array, w: Ui
             s += wq[e]! * xq[xBase + e]! + wq[e + 1]! * xq[xBase + e + 1]!;
           }
           acc[l] = f(acc[l]! + f(f(s) * scale));
+        }
+      }
+      out[i * n + j] = f(f(acc[0]! + acc[1]!) + f(acc[2]! + acc[3]!));
+    }
+  }
+}
+
+/** Q6_K rows against quantized x, in the kernel's order: super-block b, half h, lane step l, vector t. */
+function q6kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[], xq: Int16Array, xd: Float32Array, out: Float32Array, m: number, n: number, k: number): void {
+  const [qhPlane, scPlane, dPlane] = planes as [number, number, number];
+  const supers = k / QK_K;
+  const blocks = k / BLOCK;
+  const q = new Int8Array(GROUP);
+  const acc = new Float64Array(LANES);
+  for (let j = 0; j < n; j++) {
+    const row = j * rowBytes;
+    for (let i = 0; i < m; i++) {
+      acc.fill(0);
+      for (let b = 0; b < supers; b++) {
+        const d = halfToFloat(bytes[row + dPlane + 2 * b]! | (bytes[row + dPlane + 2 * b + 1]! << 8));
+        for (let h = 0; h < 2; h++) {
+          const ql = row + b * HALF + h * (HALF / 2);
+          const qh = row + qhPlane + b * (HALF / 2) + h * (BLOCK);
+          for (let l = 0; l < BLOCK; l += GROUP) {
+            for (let t = 0; t < LANES; t++) {
+              for (let e = 0; e < GROUP; e++) {
+                const a = bytes[ql + l + e]!;
+                const c = bytes[ql + BLOCK + l + e]!;
+                const hi = bytes[qh + l + e]!;
+                const v = t === 0 ? (a & 0x0f) | ((hi & 0x03) << 4) : t === 1 ? (c & 0x0f) | ((hi & 0x0c) << 2) : t === 2 ? (a >> 4) | (hi & 0x30) : (c >> 4) | ((hi >> 2) & 0x30);
+                q[e] = v - Q6_OFFSET;
+              }
+              const sc = (bytes[row + scPlane + b * GROUP + h * 8 + l / GROUP + 2 * t]! << 24) >> 24;
+              const xBlock = b * (QK_K / BLOCK) + h * 4 + t;
+              const scale = f(f(d * sc) * xd[i * blocks + xBlock]!);
+              const xBase = i * k + b * QK_K + h * HALF + l + BLOCK * t;
+              for (let lane = 0; lane < LANES; lane++) {
+                let s = 0;
+                for (const e of [2 * lane, 2 * lane + 1, CHUNK + 2 * lane, CHUNK + 2 * lane + 1]) s += q[e]! * xq[xBase + e]!;
+                acc[lane] = f(acc[lane]! + f(f(s) * scale));
+              }
+            }
+          }
         }
       }
       out[i * n + j] = f(f(acc[0]! + acc[1]!) + f(acc[2]! + acc[3]!));
