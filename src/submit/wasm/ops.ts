@@ -50,10 +50,10 @@ function ropeTableBytes(p: RopeParams): number {
  * f32, laid out for the pairing.
  */
 function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
-  const freq = frequencies(p);
+  const freq = ropeTable(p);
   const half = p.headDim / 2;
   const neox = p.style === 'neox';
-  const out = wholeF32(k.memory.buffer).subarray(table / F32_BYTES, table / F32_BYTES + 2 * p.count * p.headDim);
+  const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
   for (let t = 0; t < p.count; t++) {
     const cos = 2 * t * p.headDim;
     const sin = cos + p.headDim;
@@ -72,34 +72,6 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
       }
     }
   }
-}
-
-/** Frequencies of rope params without per-pair factors, by head dim and theta (computed once each). */
-const plainFrequencies = new Map<string, Float32Array>();
-/** The same for params with factors, by the factors array (a model keeps one for all its layers). */
-const factoredFrequencies = new WeakMap<ArrayLike<number>, Map<string, Float32Array>>();
-
-/** ropeTable(p), computed once per (head dim, theta, factors) instead of once per dispatch. */
-function frequencies(p: RopeParams): Float32Array {
-  const key = `${p.headDim}:${p.theta}`;
-  let cache = plainFrequencies;
-  if (p.freqFactors !== undefined) {
-    cache = factoredFrequencies.get(p.freqFactors) ?? new Map<string, Float32Array>();
-    factoredFrequencies.set(p.freqFactors, cache);
-  }
-  let freq = cache.get(key);
-  if (freq === undefined) {
-    freq = ropeTable(p);
-    cache.set(key, freq);
-  }
-  return freq;
-}
-
-/** One f32 view over the whole of a memory's buffer, re-derived when the buffer changes (growth). */
-let whole: Float32Array | undefined;
-function wholeF32(buffer: ArrayBufferLike): Float32Array {
-  if (whole === undefined || whole.buffer !== buffer) whole = new Float32Array(buffer);
-  return whole;
 }
 
 /** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
