@@ -5,8 +5,10 @@
 // ProcessEvents from a callback it schedules through the global `setImmediate`, re-armed after every pump
 // while any of them is pending: an await on the GPU turns the main thread into a busy loop of immediates.
 // On a software adapter (SwiftShader, llvmpipe) the "GPU" is a pool of threads on the same CPU cores, so
-// that loop takes a core from the very work it waits for (measured on a loaded 2-core machine: one
-// 89-dispatch submission took 15-25 ms with the spinning pump and 4-7 ms with a paced one). `paceDawnEvents`
+// that loop takes a core from the very work it waits for. Measured on the shared 2-core machine (load
+// about 3.5, eight interleaved runs each, stories260K.bin, 200 greedy steps): median 151 tokens/s paced,
+// 72 with the spinning pump, which swung between 40 and 248; on a nearly idle machine the spinning pump's
+// best runs were faster (up to ~275 against ~225) but it still ranged from ~130 to ~275. `paceDawnEvents`
 // routes the global `setImmediate` through a zero-delay timer (Node runs those at most once per
 // millisecond) until restored: each pump then yields the core for up to PUMP_INTERVAL_MS. A pipelined
 // decode keeps several steps queued on the device, so the later wake-up delays the host, not the device.
