@@ -290,7 +290,7 @@ interface DecodeRow {
   wasmDispatchesPerToken: number;
   reference?: number;
   wasmVsReference?: number;
-  /** Q8_0 / Q4_0 / Q6_K models: the q8-activation side (hostKernels 'wasm-q8'), its speed and its agreement. */
+  /** Q8_0 / Q4_0 / Q4_K_M / Q6_K models: the q8-activation side (hostKernels 'wasm-q8'), its speed and its agreement. */
   q8TokS?: number;
   q8AgreeingIds?: number;
   q8VsReference?: number;
@@ -395,7 +395,7 @@ it('bench:host', async () => {
   for (const [kind, file] of TINY_LLAMA) {
     const bytes = await readGgufFixture(file as never);
     if (bytes === undefined) continue;
-    const q8 = kind === 'Q4_0' || kind === 'Q8_0' || kind === 'Q6_K';
+    const q8 = kind === 'Q4_0' || kind === 'Q8_0' || kind === 'Q6_K' || kind === 'Q4_K_M';
     decode.push(await decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, 3, REFERENCE.llamaCppTinyLlamaTokS[kind], q8));
   }
 

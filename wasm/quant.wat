@@ -541,7 +541,7 @@
         (br $rows))))
 
   ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
-  ;; As GGML's vec_dot for Q8_0, Q4_0 and Q6_K weights does, x is first quantized once per call to blocks of 32
+  ;; As GGML's vec_dot for Q8_0, Q4_0, Q4_K and Q6_K weights does, x is first quantized once per call to blocks of 32
   ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
   ;; sum (i32x4.dot_i16x8_s), made f32 once per block. Faster, but x carries a rounding error of up to
   ;; half its block's scale per element: results differ from the f32 kernels (the scalar twin
@@ -676,7 +676,70 @@
         (br $block)))
     (call $hsum (local.get $acc)))
 
-  ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4) or Q6_K (6) rows with x quantized
+  ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): sub-block s of
+  ;; super-block b (elements 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes
+  ;; at $w + 128b + 32(s / 2) for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s)
+  ;; (GGML's products, the 6-bit sc_s and m_s unpacked as $decode_q4_k does). Per sub-block the four lanes
+  ;; of the exact integer sums S = q . x_q and X = sum x_q go in as acc += f32(S) * (scale * d_x), then
+  ;; acc += f32(X) * (min * d_x); the result is acc's lane sum.
+  (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (result f32)
+    (local $b i32) (local $s i32) (local $dm i32) (local $d f32) (local $dmin f32) (local $sc i32) (local $scale i32) (local $min i32)
+    (local $hi4 i32) (local $qp i32) (local $xe i32) (local $dx f32) (local $v0 v128) (local $v1 v128) (local $acc v128) (local $x0 v128)
+    (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
+        (local.set $d (call $half (local.get $dm)))
+        (local.set $dmin (call $half (i32.shr_u (local.get $dm) (i32.const 16))))
+        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12))))
+        (local.set $s (i32.const 0))
+        (block $subsDone
+          (loop $subs
+            (br_if $subsDone (i32.ge_u (local.get $s) (i32.const 8)))
+            (if (i32.lt_u (local.get $s) (i32.const 4))
+              (then
+                (local.set $scale (i32.and (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 63)))
+                (local.set $min (i32.and (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))) (i32.const 63))))
+              (else
+                (local.set $hi4 (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))))
+                (local.set $scale (i32.or (i32.and (local.get $hi4) (i32.const 15))
+                  (i32.shl (i32.shr_u (i32.load8_u (i32.sub (i32.add (local.get $sc) (local.get $s)) (i32.const 4))) (i32.const 6)) (i32.const 4))))
+                (local.set $min (i32.or (i32.shr_u (local.get $hi4) (i32.const 4))
+                  (i32.shl (i32.shr_u (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 6)) (i32.const 4))))))
+            (local.set $qp (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (i32.shr_u (local.get $s) (i32.const 1)) (i32.const 5))))
+            (local.set $v0 (v128.load (local.get $qp)))
+            (local.set $v1 (v128.load offset=16 (local.get $qp)))
+            (if (i32.and (local.get $s) (i32.const 1))
+              (then
+                (local.set $v0 (i8x16.shr_u (local.get $v0) (i32.const 4)))
+                (local.set $v1 (i8x16.shr_u (local.get $v1) (i32.const 4))))
+              (else
+                (local.set $v0 (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+                (local.set $v1 (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+            (local.set $xe (i32.add (local.get $xq) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $s) (i32.const 5))) (i32.const 1))))
+            (local.set $x0 (v128.load (local.get $xe)))
+            (local.set $x1 (v128.load offset=16 (local.get $xe)))
+            (local.set $x2 (v128.load offset=32 (local.get $xe)))
+            (local.set $x3 (v128.load offset=48 (local.get $xe)))
+            (local.set $dx (f32.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (local.get $s)) (i32.const 2)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $v0)) (local.get $x0))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $v0)) (local.get $x1)))
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $v1)) (local.get $x2))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $v1)) (local.get $x3)))))
+              (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_u (local.get $scale))) (local.get $dx))))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.add (i32x4.dot_i16x8_s (local.get $x0) (i16x8.splat (i32.const 1))) (i32x4.dot_i16x8_s (local.get $x1) (i16x8.splat (i32.const 1))))
+              (i32x4.add (i32x4.dot_i16x8_s (local.get $x2) (i16x8.splat (i32.const 1))) (i32x4.dot_i16x8_s (local.get $x3) (i16x8.splat (i32.const 1))))))
+              (f32x4.splat (f32.mul (f32.neg (f32.mul (local.get $dmin) (f32.convert_i32_u (local.get $min)))) (local.get $dx))))))
+            (local.set $s (i32.add (local.get $s) (i32.const 1)))
+            (br $subs)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (call $hsum (local.get $acc)))
+
+  ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
   ;; first (see above). $scratch: K / 4 bytes of scale pairs, then per row of x 2K bytes of i16 and K / 8
   ;; bytes of block scales (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
@@ -699,7 +762,7 @@
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
         (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
-        (if (i32.ne (local.get $kind) (i32.const 6))
+        (if (i32.le_u (local.get $kind) (i32.const 4))
           (then (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $scratch))))
         (local.set $i (i32.const 0))
         (block $xDone
@@ -707,11 +770,14 @@
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
             (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
             (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
-              (if (result f32) (i32.eq (local.get $kind) (i32.const 6))
+              (if (result f32) (i32.eq (local.get $kind) (i32.const 5))
+                (then (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1)))
+              (else (if (result f32) (i32.eq (local.get $kind) (i32.const 6))
                 (then (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
                   (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))
                 (else (call $dot_q8x (local.get $kind) (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                  (local.get $row) (local.get $blocks) (local.get $scratch)))))
+                  (local.get $row) (local.get $blocks) (local.get $scratch)))))))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
             (br $xRows)))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))

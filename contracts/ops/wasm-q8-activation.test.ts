@@ -1,6 +1,6 @@
 // Suite: the q8-activation kernels of the host provider (issue 12), chosen with hostKernels 'wasm-q8'.
 //
-// Plan. Q8_0, Q4_0 and Q6_K qmatmuls run through real runtimes on host providers (ordinary and shared memory,
+// Plan. Q8_0, Q4_0, Q4_K and Q6_K qmatmuls run through real runtimes on host providers (ordinary and shared memory,
 // operands at element offsets with canaries, contracts/support/run-host.ts):
 //   - seeded properties over M (decode 1 and small prefill), N (1, primes, tails) and K from one block:
 //     the 'wasm-q8' runtime's output equals the scalar twin qmatmulQ8Reference bit for bit, and stays
@@ -23,9 +23,9 @@ import type { HostOperand } from '../support/run-host.js';
 import { arb, randomF32 } from './harness.js';
 import { randomGgufRows } from './qmatmul-blocks.js';
 
-const KINDS = ['Q8_0', 'Q4_0', 'Q6_K'] as const;
+const KINDS = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as const;
 /** Elements per weight block of each kind (x is always quantized in blocks of 32). */
-const WEIGHT_BLOCK = { Q8_0: 32, Q4_0: 32, Q6_K: 256 } as const;
+const WEIGHT_BLOCK = { Q8_0: 32, Q4_0: 32, Q4_K: 256, Q6_K: 256 } as const;
 const BLOCK = 32;
 const REL_L1 = 2e-5;
 const ABS = 1e-6;
@@ -54,7 +54,7 @@ describe.each([false, true])('q8-activation kernels (shared memory: %s)', (share
           arb.seed(),
           arb.pads(3),
           async (m, n, blocks, seed, pads) => {
-            const k = WEIGHT_BLOCK[kind] * (kind === 'Q6_K' ? 1 + (blocks % 2) : blocks);
+            const k = WEIGHT_BLOCK[kind] * (WEIGHT_BLOCK[kind] === 256 ? 1 + (blocks % 2) : blocks);
             const xBlocks = k / BLOCK;
             const x = randomF32(seed, m * k);
             const gguf = randomGgufRows(kind, n, k, seed + 1);
@@ -105,7 +105,7 @@ describe.each([false, true])('q8-activation kernels (shared memory: %s)', (share
     it(`[OPS-wasm-q8-activation] ${kind}: x on each block's 8-bit grid gives the f32 kernel's sums within the f32 lanes' bound`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: 1, max: 19 }), fc.integer({ min: 1, max: 4 }), arb.seed(), async (n, wBlocks, seed) => {
-          const k = WEIGHT_BLOCK[kind] * (kind === 'Q6_K' ? 1 + (wBlocks % 2) : wBlocks);
+          const k = WEIGHT_BLOCK[kind] * (WEIGHT_BLOCK[kind] === 256 ? 1 + (wBlocks % 2) : wBlocks);
           const blocks = k / BLOCK;
           const noise = randomF32(seed, k);
           const x = new Float32Array(k);

@@ -65,9 +65,9 @@ export interface RuntimeOptions {
   /**
    * Kernels on a host provider: `auto` (default) runs the WebAssembly SIMD kernels where the engine
    * validates them and the scalar twins elsewhere; `wasm` refuses (ENOTSUP) where they are unavailable;
-   * `scalar` always runs the twins; `wasm-q8` is `wasm` with Q8_0 / Q4_0 / Q6_K qmatmuls that quantize x to
-   * 8-bit blocks first (faster, with x's rounding error in the results; never chosen by `auto`).
-   * Ignored on WebGPU.
+   * `scalar` always runs the twins; `wasm-q8` is `wasm` with Q8_0 / Q4_0 / Q4_K / Q6_K qmatmuls that
+   * quantize x to 8-bit blocks first (faster, with x's rounding error in the results; never chosen by
+   * `auto`). Ignored on WebGPU.
    */
   readonly hostKernels?: HostKernelChoice;
 }

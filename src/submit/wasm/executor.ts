@@ -4,7 +4,7 @@
 //   - `scalar`: every op runs its host() (the reference): engines without WebAssembly SIMD, providers
 //     whose roots are separate buffers, and runtimes made with `hostKernels: 'scalar'`.
 // `hostKernels: 'wasm-q8'` asks for `wasm-simd` with one difference, chosen explicitly and never by
-// default: Q8_0, Q4_0 and Q6_K qmatmuls quantize x to 8-bit blocks first and dot in integers (GGML's way;
+// default: Q8_0, Q4_0, Q4_K and Q6_K qmatmuls quantize x to 8-bit blocks first and dot in integers (GGML's way;
 // faster, with x's rounding error in the results; its scalar twin is src/submit/wasm/q8-activation.ts).
 // Where SIMD is missing it refuses as 'wasm' does.
 // A dispatch whose operands are not all in the provider's memory (arrays from elsewhere) takes the scalar
@@ -22,7 +22,7 @@ import type { WasmOp } from './ops.js';
 
 /**
  * What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), SIMD with 8-bit
- * activations for Q8_0 / Q4_0 / Q6_K weights or refuse (`wasm-q8`), or the references.
+ * activations for Q8_0 / Q4_0 / Q4_K / Q6_K weights or refuse (`wasm-q8`), or the references.
  */
 export type HostKernelChoice = 'auto' | 'wasm' | 'wasm-q8' | 'scalar';
 /** What runs. */
@@ -36,7 +36,7 @@ export interface HostKernelCount {
 
 export interface HostKernelStats {
   readonly kind: HostKernelKind;
-  /** How Q8_0 / Q4_0 / Q6_K qmatmuls treat x on the SIMD path: as f32 (default) or quantized to 8-bit blocks. */
+  /** How Q8_0 / Q4_0 / Q4_K / Q6_K qmatmuls treat x on the SIMD path: as f32 (default) or quantized to 8-bit blocks. */
   readonly activations: 'f32' | 'q8';
   /** Dispatches that ran a WebAssembly kernel. */
   readonly wasmDispatches: number;

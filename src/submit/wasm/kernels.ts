@@ -32,7 +32,7 @@ export interface F32Exports {
 export interface QuantExports {
   qmatmul(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;
   /**
-   * Q8_0 (3) / Q4_0 (4) / Q6_K (6) with x quantized to 8-bit blocks first (the 'wasm-q8' choice; see
+   * Q8_0 (3) / Q4_0 (4) / Q4_K (5) / Q6_K (6) with x quantized to 8-bit blocks first (the 'wasm-q8' choice; see
    * wasm/quant.wat). `scratch`: q8ScratchBytes(m, k) bytes (src/submit/wasm/ops.ts).
    */
   qmatmul_q8(kind: number, x: number, w: number, out: number, m: number, n: number, k: number, rowBytes: number, p0: number, p1: number, p2: number, scratch: number): void;

@@ -3,7 +3,7 @@
 // arguments. An op not listed here runs its scalar host() on every host provider. Each entry also says
 // how much kernel scratch it needs, so the executor can reserve it before any typed array is taken (a
 // scratch that grows the memory would make earlier arrays stale). WASM_OPS_Q8 is the same table with the
-// q8-activation kernels for Q8_0 / Q4_0 / Q6_K weights (hostKernels 'wasm-q8').
+// q8-activation kernels for Q8_0 / Q4_0 / Q4_K / Q6_K weights (hostKernels 'wasm-q8').
 // Pure dispatch glue: the arithmetic lives in wasm/*.wat, the references in src/submit/ops/*.ts.
 import { attention, attentionScale } from '../ops/attention.js';
 import { add } from '../ops/add.js';
@@ -98,7 +98,7 @@ export function q8ScratchBytes(m: number, k: number): number {
 }
 
 /** The kinds the q8-activation choice changes (their kernel quantizes x to 8-bit blocks first). */
-export const Q8_ACTIVATION_KINDS: readonly PackedKind[] = ['Q8_0', 'Q4_0', 'Q6_K'];
+export const Q8_ACTIVATION_KINDS: readonly PackedKind[] = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
 
 function qmatmulQ8Entry(kind: PackedKind): WasmOp<QMatmulParams> {
   const id = PACKED_KIND_ID[kind];
@@ -190,7 +190,7 @@ function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
 /** The WebAssembly kernel of each op that has one. */
 export const WASM_OPS: ReadonlyMap<AnyOpDef, WasmOp<never>> = table();
 
-/** WASM_OPS with the q8-activation kernels for Q8_0, Q4_0 and Q6_K weights (hostKernels 'wasm-q8'). */
+/** WASM_OPS with the q8-activation kernels for Q8_0, Q4_0, Q4_K and Q6_K weights (hostKernels 'wasm-q8'). */
 export const WASM_OPS_Q8: ReadonlyMap<AnyOpDef, WasmOp<never>> = (() => {
   const ops = new Map(WASM_OPS);
   for (const kind of Q8_ACTIVATION_KINDS) {

@@ -1,5 +1,5 @@
 // The scalar twin of wasm/quant.wat's q8-activation kernel (`qmatmul_q8`, chosen with
-// `hostKernels: 'wasm-q8'`): out[M, N] = x[M, K] . W^T for packed Q8_0, Q4_0 or Q6_K rows (src/submit/ops/
+// `hostKernels: 'wasm-q8'`): out[M, N] = x[M, K] . W^T for packed Q8_0, Q4_0, Q4_K or Q6_K rows (src/submit/ops/
 // qmatmul-layout.ts) with every row of x first quantized to blocks of 32 signed 8-bit values and an f32
 // scale each. It repeats the kernel's operations one by one in f32 (Math.fround after each), lane by
 // lane, so the kernel must equal it bit for bit; the tests hold it there. Pure function of its
@@ -48,10 +48,10 @@ const GROUP = 16;
 const Q6_OFFSET = 32;
 
 /**
- * The twin of qmatmul_q8 for kind 'Q8_0', 'Q4_0' (k a multiple of 32) or 'Q6_K' (k a multiple of 256);
+ * The twin of qmatmul_q8 for kind 'Q8_0', 'Q4_0' (k a multiple of 32), 'Q4_K' or 'Q6_K' (k a multiple of 256);
  * `w` holds n packed rows.
  */
-export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q6_K', x: Float32Array, w: Uint32Array, out: Float32Array, m: number, n: number, k: number): void {
+export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K', x: Float32Array, w: Uint32Array, out: Float32Array, m: number, n: number, k: number): void {
   const layout = packedRowLayout(kind, k);
   const blocks = k / BLOCK;
   const bytes = new Uint8Array(w.buffer, w.byteOffset, w.byteLength);
@@ -63,6 +63,10 @@ export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q6_K', x: Float32Arr
       xd[i * blocks + b] = quantizeBlock(x, i * k + b * BLOCK, block);
       xq.set(block, i * k + b * BLOCK);
     }
+  }
+  if (kind === 'Q4_K') {
+    q4kRows(bytes, layout.rowWords * 4, layout.planes.map((p) => p * 4), xq, xd, out, m, n, k);
+    return;
   }
   if (kind === 'Q6_K') {
     q6kRows(bytes, layout.rowWords * 4, layout.planes.map((p) => p * 4), xq, xd, out, m, n, k);
@@ -135,6 +139,57 @@ function q6kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[],
                 acc[lane] = f(acc[lane]! + f(f(s) * scale));
               }
             }
+          }
+        }
+      }
+      out[i * n + j] = f(f(acc[0]! + acc[1]!) + f(acc[2]! + acc[3]!));
+    }
+  }
+}
+
+/** The 6-bit scale and min of sub-block s from a Q4_K super-block's 12 scale bytes at `at` (GGML's packing). */
+function q4kScaleMin(bytes: Uint8Array, at: number, s: number): [number, number] {
+  if (s < 4) return [bytes[at + s]! & 63, bytes[at + s + 4]! & 63];
+  const hi4 = bytes[at + s + 4]!;
+  return [(hi4 & 15) | ((bytes[at + s - 4]! >> 6) << 4), (hi4 >> 4) | ((bytes[at + s]! >> 6) << 4)];
+}
+
+/** Q4_K rows against quantized x, in the kernel's order: super-block b, sub-block s (x's block 8b + s). */
+function q4kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[], xq: Int16Array, xd: Float32Array, out: Float32Array, m: number, n: number, k: number): void {
+  const [scPlane, dmPlane] = planes as [number, number];
+  const supers = k / QK_K;
+  const blocks = k / BLOCK;
+  const q = new Uint8Array(BLOCK);
+  const acc = new Float64Array(LANES);
+  const SUBS = QK_K / BLOCK;
+  const SCALE_BYTES = 12;
+  for (let j = 0; j < n; j++) {
+    const row = j * rowBytes;
+    for (let i = 0; i < m; i++) {
+      acc.fill(0);
+      for (let b = 0; b < supers; b++) {
+        const dmAt = row + dmPlane + 4 * b;
+        const d = halfToFloat(bytes[dmAt]! | (bytes[dmAt + 1]! << 8));
+        const dmin = halfToFloat(bytes[dmAt + 2]! | (bytes[dmAt + 3]! << 8));
+        for (let s = 0; s < SUBS; s++) {
+          const [sc, mn] = q4kScaleMin(bytes, row + scPlane + SCALE_BYTES * b, s);
+          const quants = row + b * (QK_K / 2) + (s >> 1) * BLOCK;
+          for (let e = 0; e < BLOCK; e++) q[e] = s % 2 === 0 ? bytes[quants + e]! & 0x0f : bytes[quants + e]! >> 4;
+          const dx = xd[i * blocks + b * SUBS + s]!;
+          const xBase = i * k + b * QK_K + s * BLOCK;
+          const scale = f(f(d * sc) * dx);
+          const min = f(-f(dmin * mn) * dx);
+          for (let lane = 0; lane < LANES; lane++) {
+            let sq = 0;
+            let sx = 0;
+            for (let c = 0; c < BLOCK / CHUNK; c++) {
+              for (const e of [c * CHUNK + 2 * lane, c * CHUNK + 2 * lane + 1]) {
+                sq += q[e]! * xq[xBase + e]!;
+                sx += xq[xBase + e]!;
+              }
+            }
+            acc[lane] = f(acc[lane]! + f(f(sq) * scale));
+            acc[lane] = f(acc[lane]! + f(f(sx) * min));
           }
         }
       }
