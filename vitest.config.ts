@@ -20,6 +20,11 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** True when an absent model fixture must fail the suites that need it instead of skipping them. */
     tenonRequireModels: boolean;
+    /**
+     * True in the mutant runner's lanes (TENON_FC_END_ON_FAILURE=1): a property that fails stops at its
+     * first counterexample instead of shrinking it, since a mutant's verdict needs only the failure.
+     */
+    tenonFcEndOnFailure: boolean;
     /** True when TENON_RESIDENCY_MATRIX=1: contracts/session/residency-matrix.test.ts runs (opt-in). */
     tenonResidencyMatrix: boolean;
   }
@@ -35,7 +40,7 @@ export default defineConfig({
   // dynamic imports in flight, e.g. a pool worker's kernel module; `webgpu` was found only mid-run).
   optimizeDeps: { include: ['fast-check', 'webgpu'] },
   test: {
-    provide: { tenonRequireModels: requireModels, tenonResidencyMatrix: process.env['TENON_RESIDENCY_MATRIX'] === '1' },
+    provide: { tenonRequireModels: requireModels, tenonFcEndOnFailure: process.env['TENON_FC_END_ON_FAILURE'] === '1', tenonResidencyMatrix: process.env['TENON_RESIDENCY_MATRIX'] === '1' },
     projects: [
       {
         extends: true,
