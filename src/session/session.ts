@@ -229,7 +229,11 @@ export interface SessionFaults {
   failNextRestoreAfter(buffers: number): void;
   /** Makes the next prompt-cache save write its blob with one byte flipped after the digest was declared. */
   corruptNextCacheSave(): void;
-  /** Bounded residency: the next host read of `layer`'s weights fails part-way (EINVAL `not-bounded` when resident). */
+  /**
+   * Bounded residency: the next fill of `layer`'s window slot fails after its first tensor part, without
+   * asking the source (the window's own seam; a failing source read goes through the source's
+   * `faults.failReadAt`). EINVAL `not-bounded` when the session runs resident layers.
+   */
   failLayerRead(layer: number): void;
 }
 
