@@ -1,6 +1,6 @@
 // Acceptance 1 of issue 13 in full on WebGPU (opt-in: `npm run test:residency-matrix`, which sets
 // TENON_RESIDENCY_MATRIX=1 and runs this file in both lanes: Dawn in Node, Chromium in the browser lane).
-// Every lowering kind (stories260K.bin F32 from llama2.c, tiny-llama F16, Q8_0, Q4_0, Q4_K_M, Q6_K) and
+// Every lowering kind (stories260K.bin F32 from llama2.c, tiny-llama f32, F16, Q8_0, Q4_0, Q4_K_M, Q6_K) and
 // tiny-moe Q4_K_M run a 4-token prompt and 32 greedy steps resident, then bounded with the budget of one
 // layer plus one byte and with half the layer bytes, every step's logits compared bit for bit and the
 // provider's live bytes checked against the budget plus the fixed state after every step; tiny-moe runs
@@ -50,6 +50,7 @@ const gguf = (file: GgufFixture): Case => ({
 
 const KINDS: readonly Case[] = [
   { name: 'stories260K.bin', load: async () => (stories === undefined || tok512 === undefined ? undefined : loadModel(stories, { tokenizer: tok512 })) },
+  gguf('tiny-llama-f32.gguf'),
   gguf('tiny-llama-F16.gguf'),
   gguf('tiny-llama-Q8_0.gguf'),
   gguf('tiny-llama-Q4_0.gguf'),
