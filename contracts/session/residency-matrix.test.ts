@@ -16,6 +16,7 @@ import { readGgufFixture } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
 import { readModelFixture } from '../support/models.js';
 import { webgpuCase } from '../support/providers.js';
+import { greedyTrace } from '../support/greedy-trace.js';
 
 const PROMPT = [1, 403, 407, 261];
 const STEPS = 32;
@@ -59,30 +60,6 @@ const KINDS: readonly Case[] = [
   gguf('tiny-moe-Q4_K_M.gguf'),
 ];
 
-function bits(a: Float32Array): Uint32Array {
-  return new Uint32Array(a.buffer, a.byteOffset, a.length);
-}
-
-interface Trace {
-  readonly logits: Uint32Array[];
-  readonly ids: number[];
-}
-
-/** Prompt then greedy steps; `check` runs after every step. */
-async function greedy(forward: LlamaForward, check: () => void): Promise<Trace> {
-  const logits: Uint32Array[] = [];
-  const ids: number[] = [];
-  let r = await forward.run(PROMPT, 0);
-  check();
-  logits.push(bits(r.logits).slice());
-  for (let s = 0; s < STEPS; s++) {
-    ids.push(r.argmax);
-    r = await forward.run([r.argmax], PROMPT.length + s);
-    check();
-    logits.push(bits(r.logits).slice());
-  }
-  return { logits, ids };
-}
 
 /** Runs resident, then each policy, comparing every step bit for bit and the live bytes after every step. */
 async function compare(model: LoadedModel, policies: (largest: number, cache: (slots: number) => Promise<number>, layerBytes: number) => Promise<ResidencyPolicy[]>): Promise<void> {
@@ -93,7 +70,7 @@ async function compare(model: LoadedModel, policies: (largest: number, cache: (s
   const resident = await LlamaForward.create(runtime, model, options);
   const layerBytes = resident.residency().layerBytes;
   const fixed = provider.counters().liveBytes - before - layerBytes;
-  const want = await greedy(resident, () => undefined);
+  const want = await greedyTrace(resident, PROMPT, STEPS, () => undefined);
   resident.dispose();
   /** The smallest budget of one slot plus the caches of `slots` experts (from the refusal's numbers). */
   const refusal = async (experts?: number): Promise<{ largestLayer: number; expertCache: number }> => {
@@ -107,7 +84,7 @@ async function compare(model: LoadedModel, policies: (largest: number, cache: (s
     const bytes = policy.kind === 'bounded' ? policy.bytes : 0;
     const bounded = await LlamaForward.create(runtime, model, { ...options, residency: policy });
     expect(bounded.residency().windowBytes).toBeLessThanOrEqual(bytes);
-    const got = await greedy(bounded, () => expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(bytes + fixed));
+    const got = await greedyTrace(bounded, PROMPT, STEPS, () => expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(bytes + fixed));
     expect(got.ids).toEqual(want.ids);
     got.logits.forEach((l, i) => expect(l, `step ${i}`).toEqual(want.logits[i]));
     expect(bounded.residency().tokens).toBe(PROMPT.length + STEPS);

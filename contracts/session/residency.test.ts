@@ -22,6 +22,7 @@ import { readGgufFixture } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
 import { readModelFixture } from '../support/models.js';
 import { providerCases } from '../support/providers.js';
+import { bits, greedyTrace } from '../support/greedy-trace.js';
 
 const PROMPT = [1, 403, 407, 261];
 const HOST_STEPS = 32;
@@ -58,30 +59,6 @@ const CASES: readonly Case[] = [
   gguf('tiny-moe-Q4_K_M.gguf'),
 ];
 
-function bits(a: Float32Array): Uint32Array {
-  return new Uint32Array(a.buffer, a.byteOffset, a.length);
-}
-
-interface Trace {
-  readonly logits: Uint32Array[];
-  readonly ids: number[];
-}
-
-/** Prompt then greedy steps; `check` runs after every step. */
-async function greedy(forward: LlamaForward, steps: number, check: () => void): Promise<Trace> {
-  const logits: Uint32Array[] = [];
-  const ids: number[] = [];
-  let r = await forward.run(PROMPT, 0);
-  check();
-  logits.push(bits(r.logits).slice());
-  for (let s = 0; s < steps; s++) {
-    ids.push(r.argmax);
-    r = await forward.run([r.argmax], PROMPT.length + s);
-    check();
-    logits.push(bits(r.logits).slice());
-  }
-  return { logits, ids };
-}
 
 for (const pc of providerCases()) {
   describe(`layer residency on ${pc.name}`, () => {
@@ -98,7 +75,7 @@ for (const pc of providerCases()) {
         const residentReport = resident.residency();
         expect(residentReport.policy).toBe('resident');
         const fixed = provider.counters().liveBytes - before - residentReport.layerBytes;
-        const want = await greedy(resident, steps, () => undefined);
+        const want = await greedyTrace(resident, PROMPT, steps, () => undefined);
         // Layer observation (the residual after every layer) crosses the window's submissions unchanged.
         const observed = (await resident.run(PROMPT, 0, { layers: true })).layers!.map((l) => bits(l).slice());
         resident.dispose();
@@ -125,7 +102,7 @@ for (const pc of providerCases()) {
             expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(bytes + fixed);
           };
           check();
-          const got = await greedy(bounded, steps, check);
+          const got = await greedyTrace(bounded, PROMPT, steps, check);
           expect(got.ids).toEqual(want.ids);
           got.logits.forEach((l, i) => expect(l, `step ${i}`).toEqual(want.logits[i]));
           const after = bounded.residency();
@@ -165,7 +142,7 @@ for (const pc of providerCases()) {
         const before = provider.counters().liveBytes;
         const resident = await LlamaForward.create(runtime, model, options);
         const fixed = provider.counters().liveBytes - before - resident.residency().layerBytes;
-        const want = await greedy(resident, steps, () => undefined);
+        const want = await greedyTrace(resident, PROMPT, steps, () => undefined);
         resident.dispose();
         const { experts, expertsUsed, layers } = model.config;
         // SwiftShader is slow: WebGPU runs the one-expert cache only (every round a fetch).
@@ -179,7 +156,7 @@ for (const pc of providerCases()) {
           const r0 = bounded.residency();
           expect(r0.windowBytes).toBeLessThanOrEqual(budget);
           expect(r0.experts?.slotsPerLayer).toBe(slots);
-          const got = await greedy(bounded, steps, () => expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(budget + fixed));
+          const got = await greedyTrace(bounded, PROMPT, steps, () => expect(provider.counters().liveBytes - before).toBeLessThanOrEqual(budget + fixed));
           expect(got.ids).toEqual(want.ids);
           got.logits.forEach((l, i) => expect(l, `step ${i}`).toEqual(want.logits[i]));
           const cache = bounded.residency().experts!;
