@@ -550,8 +550,8 @@
   ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
   ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
   ;; i16 (64 bytes per block) at $xq and d (f32) at $xd + 4b.
-  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32)
-    (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128)
+  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+    (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (block $done
       (loop $block
@@ -566,13 +566,23 @@
         (local.set $d (f32.div (local.get $amax) (f32.const 127)))
         (local.set $id (f32x4.splat (select (f32.div (f32.const 1) (local.get $d)) (f32.const 0) (f32.ne (local.get $d) (f32.const 0)))))
         (f32.store (local.get $xd) (local.get $d))
-        (v128.store (local.get $xq) (call $q16 (local.get $x) (local.get $id)))
-        (v128.store offset=16 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 32)) (local.get $id)))
-        (v128.store offset=32 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)))
-        (v128.store offset=48 (local.get $xq) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id)))
+        (local.set $q0 (call $q16 (local.get $x) (local.get $id)))
+        (local.set $q1 (call $q16 (i32.add (local.get $x) (i32.const 32)) (local.get $id)))
+        (local.set $q2 (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)))
+        (local.set $q3 (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id)))
+        (v128.store (local.get $xq) (local.get $q0))
+        (v128.store offset=16 (local.get $xq) (local.get $q1))
+        (v128.store offset=32 (local.get $xq) (local.get $q2))
+        (v128.store offset=48 (local.get $xq) (local.get $q3))
+        ;; Lane l of the block's sum: the elements 8c + 2l and 8c + 2l + 1 of its four chunks c (the lanes
+        ;; of i32x4.dot_i16x8_s with ones), exact, as f32.
+        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $q0)) (i32x4.extadd_pairwise_i16x8_s (local.get $q1)))
+          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $q2)) (i32x4.extadd_pairwise_i16x8_s (local.get $q3))))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
         (br $block))))
 
   ;; Eight floats at $x times $id, rounded to the nearest integer (ties to even), as eight i16.
@@ -581,37 +591,130 @@
       (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load (local.get $x)) (local.get $id))))
       (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=16 (local.get $x)) (local.get $id))))))
 
-  ;; One row of Q4_0 ($kind 4) or Q8_0 (3) quants at $w against one quantized row of x ($xq, $xd), the
-  ;; weight scale pairs at $ss: per block, s = the four lanes of the exact integer dot product, then
-  ;; acc += f32(s) * (d_w * d_x); the result is the sum of acc's lanes.
-  (func $dot_q8x (param $kind i32) (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $ss i32) (result f32)
-    (local $b i32) (local $v v128) (local $lo v128) (local $hi v128) (local $s v128) (local $acc v128)
+;; Per block b of one Q4_0 / Q8_0 row: f[b] = d_w[b] * d_x[b] (the f16 block scales of the half plane at
+  ;; $hp, exactly as $half decodes them, times x's block scales at $xd), four blocks per step through
+  ;; $half4, the blocks mod 4 one at a time; f32 at $f + 4b.
+  (func $block_factors (param $hp i32) (param $xd i32) (param $blocks i32) (param $f i32)
+    (local $b i32) (local $b4 i32)
+    (local.set $b4 (i32.and (local.get $blocks) (i32.const -4)))
+    (block $done4
+      (loop $step4
+        (br_if $done4 (i32.ge_u (local.get $b) (local.get $b4)))
+        (v128.store (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
+          (f32x4.mul (call $half4 (i32x4.extend_low_i16x8_u (v128.load64_zero (i32.add (local.get $hp) (i32.shl (local.get $b) (i32.const 1))))))
+            (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))
+        (local.set $b (i32.add (local.get $b) (i32.const 4)))
+        (br $step4)))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (f32.store (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
+          (f32.mul (call $block_half (local.get $hp) (local.get $b)) (f32.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $step))))
+
+  ;; Two rows of Q4_0 quants ($w0, $w1: 16 nibble bytes per block) against one quantized row of x ($xq),
+  ;; their block factors at $f0, $f1 ($block_factors); each row's result is stored at $o0 / $o1. Per row
+  ;; and block: s = the four lanes of the exact integer dot product, acc += f32(s) * f[b]; the result is
+  ;; acc's lane sum. The rows share each load of x; neither row's arithmetic depends on the other, so a
+  ;; row gives the same bits whichever row it is paired with ($w1 = $w0 for a lone row).
+  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
+    (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
     (block $done
       (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (if (i32.eq (local.get $kind) (i32.const 4))
-          (then
-            (local.set $v (v128.load (local.get $w)))
-            (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
-            (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
-            (local.set $w (i32.add (local.get $w) (i32.const 16))))
-          (else
-            (local.set $lo (v128.load (local.get $w)))
-            (local.set $hi (v128.load offset=16 (local.get $w)))
-            (local.set $w (i32.add (local.get $w) (i32.const 32)))))
-        (local.set $s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load (local.get $xq)))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
-        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s))
-          (f32x4.splat (f32.mul (f32.load (local.get $ss)) (f32.load (local.get $xd)))))))
+        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (local.set $x0 (v128.load (local.get $xq)))
+        (local.set $x1 (v128.load offset=16 (local.get $xq)))
+        (local.set $x2 (v128.load offset=32 (local.get $xq)))
+        (local.set $x3 (v128.load offset=48 (local.get $xq)))
+        (local.set $v (v128.load (local.get $w0)))
+        (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
+        (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (v128.load32_splat (local.get $f0)))))
+        (local.set $v (v128.load (local.get $w1)))
+        (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
+        (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (v128.load32_splat (local.get $f1)))))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
-        (local.set $ss (i32.add (local.get $ss) (i32.const 8)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
+        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
         (br $block)))
-    (call $hsum (local.get $acc)))
+    (f32.store (local.get $o0) (call $hsum (local.get $acc0)))
+    (f32.store (local.get $o1) (call $hsum (local.get $acc1))))
+
+  ;; The same for two Q8_0 rows (32 signed bytes per block, used as they are).
+  (func $rows2_q8_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
+    (local $end i32) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 5))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (local.set $x0 (v128.load (local.get $xq)))
+        (local.set $x1 (v128.load offset=16 (local.get $xq)))
+        (local.set $x2 (v128.load offset=32 (local.get $xq)))
+        (local.set $x3 (v128.load offset=48 (local.get $xq)))
+        (local.set $lo (v128.load (local.get $w0)))
+        (local.set $hi (v128.load offset=16 (local.get $w0)))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (v128.load32_splat (local.get $f0)))))
+        (local.set $lo (v128.load (local.get $w1)))
+        (local.set $hi (v128.load offset=16 (local.get $w1)))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (v128.load32_splat (local.get $f1)))))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
+        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (br $block)))
+    (f32.store (local.get $o0) (call $hsum (local.get $acc0)))
+    (f32.store (local.get $o1) (call $hsum (local.get $acc1))))
+
+  ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q4_0 ($kind 4) or Q8_0 (3)
+  ;; against every quantized row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
+  (func $pair_q8x (param $kind i32) (param $qs i32) (param $xqBytes i32) (param $row0 i32) (param $row1 i32) (param $p0 i32) (param $blocks i32)
+    (param $m i32) (param $f i32) (param $o0 i32) (param $o1 i32) (param $nBytes i32)
+    (local $i i32) (local $xRow i32) (local $xd i32) (local $f1 i32)
+    (local.set $f1 (i32.add (local.get $f) (i32.shl (local.get $blocks) (i32.const 2))))
+    (block $xDone
+      (loop $xRows
+        (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+        (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
+        (local.set $xd (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
+        (call $block_factors (i32.add (local.get $row0) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f))
+        (call $block_factors (i32.add (local.get $row1) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f1))
+        (if (i32.eq (local.get $kind) (i32.const 4))
+          (then (call $rows2_q4_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
+            (local.get $o0) (local.get $o1)))
+          (else (call $rows2_q8_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
+            (local.get $o0) (local.get $o1))))
+        (local.set $o0 (i32.add (local.get $o0) (local.get $nBytes)))
+        (local.set $o1 (i32.add (local.get $o1) (local.get $nBytes)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $xRows))))
 
   ;; One Q6_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): the 6-bit values
   ;; unpacked in registers as $decode_q6_k unpacks them; per group of 16 (element e = 256b + 128h + l +
@@ -676,94 +779,123 @@
         (br $block)))
     (call $hsum (local.get $acc)))
 
-  ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): sub-block s of
-  ;; super-block b (elements 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes
-  ;; at $w + 128b + 32(s / 2) for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s)
-  ;; (GGML's products, the 6-bit sc_s and m_s unpacked as $decode_q4_k does). Per sub-block the four lanes
-  ;; of the exact integer sums S = q . x_q and X = sum x_q go in as acc += f32(S) * (scale * d_x), then
-  ;; acc += f32(X) * (min * d_x); the result is acc's lane sum.
-  (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (result f32)
-    (local $b i32) (local $s i32) (local $dm i32) (local $d f32) (local $dmin f32) (local $sc i32) (local $scale i32) (local $min i32)
-    (local $hi4 i32) (local $qp i32) (local $xe i32) (local $dx f32) (local $v0 v128) (local $v1 v128) (local $acc v128) (local $x0 v128)
-    (local $x1 v128) (local $x2 v128) (local $x3 v128)
+;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
+  ;; f32 of the four lanes of sum x_q, written by $quantize_x): sub-block s of super-block b (elements
+  ;; 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes at $w + 128b + 32(s / 2)
+  ;; for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s) (GGML's products). The 6-bit
+  ;; sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale bytes (byte lanes 0..7: sc,
+  ;; 8..15: m; the packing of $decode_q4_k), and the factors (d * sc_s) * d_x and (-(dmin * m_s)) * d_x
+  ;; of the 8 sub-blocks go to $f (32 bytes each, 64 in all). Per sub-block the four lanes of the exact
+  ;; integer sum S = q . x_q go in as acc += f32(S) * scale factor, then acc += f32(X) * min factor; the
+  ;; result is acc's lane sum.
+  (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
+    (param $f i32) (result f32)
+    (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $fs i32) (local $xb i32)
+    (local $r v128) (local $a v128) (local $u v128) (local $d v128) (local $dmin v128) (local $v0 v128) (local $v1 v128) (local $acc v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
         (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
-        (local.set $d (call $half (local.get $dm)))
-        (local.set $dmin (call $half (i32.shr_u (local.get $dm) (i32.const 16))))
-        (local.set $sc (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12))))
-        (local.set $s (i32.const 0))
-        (block $subsDone
-          (loop $subs
-            (br_if $subsDone (i32.ge_u (local.get $s) (i32.const 8)))
-            (if (i32.lt_u (local.get $s) (i32.const 4))
-              (then
-                (local.set $scale (i32.and (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 63)))
-                (local.set $min (i32.and (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))) (i32.const 63))))
-              (else
-                (local.set $hi4 (i32.load8_u offset=4 (i32.add (local.get $sc) (local.get $s))))
-                (local.set $scale (i32.or (i32.and (local.get $hi4) (i32.const 15))
-                  (i32.shl (i32.shr_u (i32.load8_u (i32.sub (i32.add (local.get $sc) (local.get $s)) (i32.const 4))) (i32.const 6)) (i32.const 4))))
-                (local.set $min (i32.or (i32.shr_u (local.get $hi4) (i32.const 4))
-                  (i32.shl (i32.shr_u (i32.load8_u (i32.add (local.get $sc) (local.get $s))) (i32.const 6)) (i32.const 4))))))
-            (local.set $qp (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (i32.shr_u (local.get $s) (i32.const 1)) (i32.const 5))))
+        (local.set $d (f32x4.splat (call $half (local.get $dm))))
+        (local.set $dmin (f32x4.splat (call $half (i32.shr_u (local.get $dm) (i32.const 16)))))
+        ;; The 12 scale bytes (and 4 bytes after them, unused: the next block's scales or the d plane).
+        (local.set $r (v128.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12)))))
+        (local.set $a (i8x16.swizzle (local.get $r) (v128.const i8x16 0 1 2 3 8 9 10 11 4 5 6 7 8 9 10 11)))
+        (local.set $a (v128.bitselect (i8x16.shr_u (local.get $a) (i32.const 4))
+          (v128.and (local.get $a) (v128.const i8x16 63 63 63 63 15 15 15 15 63 63 63 63 0 0 0 0))
+          (v128.const i8x16 0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1)))
+        (local.set $r (v128.or (local.get $a) (i8x16.shl (i8x16.shr_u
+          (i8x16.swizzle (local.get $r) (v128.const i8x16 16 16 16 16 0 1 2 3 16 16 16 16 4 5 6 7)) (i32.const 6)) (i32.const 4))))
+        (local.set $xb (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))
+        (local.set $u (i16x8.extend_low_i8x16_u (local.get $r)))
+        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $u))))
+          (v128.load (local.get $xb))))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $u))))
+          (v128.load offset=16 (local.get $xb))))
+        (local.set $u (i16x8.extend_high_i8x16_u (local.get $r)))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $u)))))
+          (v128.load (local.get $xb))))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $u)))))
+          (v128.load offset=16 (local.get $xb))))
+        ;; Chunk c: sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles).
+        (local.set $qp (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $xe (i32.add (local.get $xq) (i32.shl (local.get $b) (i32.const 9))))
+        (local.set $xb (i32.add (local.get $xs) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $fs (local.get $f))
+        (local.set $c (i32.const 0))
+        (block $chunksDone
+          (loop $chunks
+            (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
             (local.set $v0 (v128.load (local.get $qp)))
             (local.set $v1 (v128.load offset=16 (local.get $qp)))
-            (if (i32.and (local.get $s) (i32.const 1))
-              (then
-                (local.set $v0 (i8x16.shr_u (local.get $v0) (i32.const 4)))
-                (local.set $v1 (i8x16.shr_u (local.get $v1) (i32.const 4))))
-              (else
-                (local.set $v0 (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-                (local.set $v1 (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
-            (local.set $xe (i32.add (local.get $xq) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $s) (i32.const 5))) (i32.const 1))))
-            (local.set $x0 (v128.load (local.get $xe)))
-            (local.set $x1 (v128.load offset=16 (local.get $xe)))
-            (local.set $x2 (v128.load offset=32 (local.get $xe)))
-            (local.set $x3 (v128.load offset=48 (local.get $xe)))
-            (local.set $dx (f32.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (local.get $s)) (i32.const 2)))))
+            (local.set $a (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+            (local.set $u (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $v0)) (local.get $x0))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $v0)) (local.get $x1)))
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $v1)) (local.get $x2))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $v1)) (local.get $x3)))))
-              (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_u (local.get $scale))) (local.get $dx))))))
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $a)) (v128.load (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $a)) (v128.load offset=16 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $u)) (v128.load offset=32 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $u)) (v128.load offset=48 (local.get $xe))))))
+              (v128.load32_splat (local.get $fs)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (v128.load32_splat offset=32 (local.get $fs)))))
+            (local.set $a (i8x16.shr_u (local.get $v0) (i32.const 4)))
+            (local.set $u (i8x16.shr_u (local.get $v1) (i32.const 4)))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.add (i32x4.dot_i16x8_s (local.get $x0) (i16x8.splat (i32.const 1))) (i32x4.dot_i16x8_s (local.get $x1) (i16x8.splat (i32.const 1))))
-              (i32x4.add (i32x4.dot_i16x8_s (local.get $x2) (i16x8.splat (i32.const 1))) (i32x4.dot_i16x8_s (local.get $x3) (i16x8.splat (i32.const 1))))))
-              (f32x4.splat (f32.mul (f32.neg (f32.mul (local.get $dmin) (f32.convert_i32_u (local.get $min)))) (local.get $dx))))))
-            (local.set $s (i32.add (local.get $s) (i32.const 1)))
-            (br $subs)))
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $a)) (v128.load offset=64 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $a)) (v128.load offset=80 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $u)) (v128.load offset=96 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $u)) (v128.load offset=112 (local.get $xe))))))
+              (v128.load32_splat offset=4 (local.get $fs)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (v128.load32_splat offset=36 (local.get $fs)))))
+            (local.set $qp (i32.add (local.get $qp) (i32.const 32)))
+            (local.set $xe (i32.add (local.get $xe) (i32.const 128)))
+            (local.set $xb (i32.add (local.get $xb) (i32.const 32)))
+            (local.set $fs (i32.add (local.get $fs) (i32.const 8)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br $chunks)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
     (call $hsum (local.get $acc)))
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
-  ;; first (see above). $scratch: K / 4 bytes of scale pairs, then per row of x 2K bytes of i16 and K / 8
-  ;; bytes of block scales (q8ScratchBytes in src/submit/wasm/ops.ts).
+  ;; first (see above). $scratch: K / 4 bytes of per-row factors (two rows' block factors for Q8_0 / Q4_0,
+  ;; a super-block's 16 factors for Q4_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; and 16 of lane sums (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
+    (local $next i32)
     (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
     (local.set $qs (i32.add (local.get $scratch) (i32.shl (local.get $blocks) (i32.const 3))))
-    ;; Per row of x: 64 bytes of i16 and 4 bytes of scale per block.
-    (local.set $xqBytes (i32.mul (local.get $blocks) (i32.const 68)))
+    ;; Per row of x, per block: 64 bytes of i16, then 4 bytes of scale, then 16 of lane sums (f32).
+    (local.set $xqBytes (i32.mul (local.get $blocks) (i32.const 84)))
     (block $qDone
       (loop $qRows
         (br_if $qDone (i32.ge_u (local.get $i) (local.get $m)))
         (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
         (call $quantize_x (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
-          (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
+          (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+          (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
+    ;; Q8_0 and Q4_0: two weight rows per trip (the last alone when N is odd).
+    (if (i32.le_u (local.get $kind) (i32.const 4))
+      (then
+        (block $pairsDone
+          (loop $pairs
+            (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+            (local.set $next (select (i32.add (local.get $j) (i32.const 1)) (local.get $j) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
+            (call $pair_q8x (local.get $kind) (local.get $qs) (local.get $xqBytes) (local.get $row)
+              (i32.add (local.get $w) (i32.mul (local.get $next) (local.get $rowBytes))) (local.get $p0) (local.get $blocks) (local.get $m) (local.get $scratch)
+              (i32.add (local.get $out) (i32.shl (local.get $j) (i32.const 2))) (i32.add (local.get $out) (i32.shl (local.get $next) (i32.const 2))) (local.get $nBytes))
+            (local.set $j (i32.add (local.get $j) (i32.const 2)))
+            (br $pairs)))
+        (return)))
     (block $rowsDone
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
         (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
-        (if (i32.le_u (local.get $kind) (i32.const 4))
-          (then (call $half_pairs (i32.add (local.get $row) (local.get $p0)) (local.get $blocks) (local.get $scratch))))
         (local.set $i (i32.const 0))
         (block $xDone
           (loop $xRows
@@ -772,12 +904,10 @@
             (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
               (if (result f32) (i32.eq (local.get $kind) (i32.const 5))
                 (then (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1)))
-              (else (if (result f32) (i32.eq (local.get $kind) (i32.const 6))
-                (then (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))
-                (else (call $dot_q8x (local.get $kind) (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                  (local.get $row) (local.get $blocks) (local.get $scratch)))))))
+                  (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68)))
+                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $scratch)))
+              (else (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+                (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
             (br $xRows)))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
