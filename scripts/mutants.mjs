@@ -291,7 +291,8 @@ async function runLane(lane, inLane) {
     writeFileSync(file, text.slice(0, at) + m.replace + text.slice(at + m.find.length));
     client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
-    let run = await client.run(filteredSpecs([m]), RUN_LIMIT_MS);
+    // The first failed named test decides (killed): the lane stops the run there.
+    let run = await client.run(filteredSpecs([m]), RUN_LIMIT_MS, { files: m.tests, ids: m.guarantees });
     let verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
     if (verdict.verdict === 'survived' || verdict.verdict === 'failed-elsewhere') {
       // Not a kill with only the named tests selected: the whole files decide, as they always did.

@@ -61,12 +61,14 @@ export function judge(m, run, root) {
   if (run.report === undefined || !Array.isArray(run.report.testResults)) {
     return { verdict: 'crashed', detail: `no report (${run.note ?? `exit ${run.status}`})` };
   }
-  const missing = m.tests.filter((f) => !run.report.testResults.some((r) => relative(root, r.name) === f));
-  if (missing.length > 0) return { verdict: 'crashed', detail: `no results for ${missing.join(', ')} (exit ${run.status})` };
+  // A failed named test is a kill whatever else happened: a run stopped at its first kill (the lane's
+  // `stopOn`) may not have reached every file.
   const tests = testsOf(run.report, root);
   const named = namedTests(m, tests);
   const caught = named.filter((t) => t.status === 'failed');
   if (caught.length > 0) return { verdict: 'killed', detail: `${caught.length} of ${named.length} named tests failed` };
+  const missing = m.tests.filter((f) => !run.report.testResults.some((r) => relative(root, r.name) === f));
+  if (missing.length > 0) return { verdict: 'crashed', detail: `no results for ${missing.join(', ')} (exit ${run.status})` };
   const elsewhere = tests.filter((t) => t.status === 'failed').map((t) => `${t.file} > ${t.name}`);
   const broken = run.report.testResults
     .filter((r) => r.status === 'failed' && !r.assertionResults.some((a) => a.status === 'failed'))

@@ -107,9 +107,10 @@ export class LaneClient {
 
   /**
    * Runs `specs` ([{ file (relative to root), pattern? }]); resolves with { status, report, note,
-   * timedOut }. A run past `limitMs` kills the server and resolves timed out.
+   * timedOut }. A run past `limitMs` kills the server and resolves timed out. With `stopOn` ({ files, ids })
+   * the server ends the run at the first failed test of those files naming one of those IDs.
    */
-  run(specs, limitMs) {
+  run(specs, limitMs, stopOn = undefined) {
     if (this.child === undefined) return Promise.resolve({ status: 1, report: undefined, note: 'lane server not running', timedOut: false });
     const id = this.nextId++;
     const changed = [...this.changed];
@@ -126,7 +127,7 @@ export class LaneClient {
           resolve({ ...r, timedOut: false });
         },
       });
-      this.child.send({ type: 'run', id, changed, specs });
+      this.child.send({ type: 'run', id, changed, specs, stopOn });
     });
   }
 

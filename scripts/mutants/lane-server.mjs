@@ -17,12 +17,16 @@
 //   server -> client  { type: 'ready', configFiles }                 configFiles: the config's own files
 //                     { type: 'result', id, status, report, note }  report: vitest JSON-report shape
 //                     { type: 'fatal', message }                    the lane could not start
-//   client -> server  { type: 'run', id, changed: [abs], specs: [{ file: abs, pattern? }] }
+//   client -> server  { type: 'run', id, changed: [abs], specs: [{ file: abs, pattern? }], stopOn? }
+//                     stopOn: { files: [relative to root], ids: [guarantee IDs] }: the run is cancelled as
+//                     soon as one test of those files that names one of those IDs fails (a mutant's verdict
+//                     is decided then: killed); what did not run yet is reported as not run.
 //                     { type: 'close' }
 import { build } from 'vite';
 import { createVitest } from 'vitest/node';
 import { realpathSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
+import { titleIds } from './judge.mjs';
 
 const lane = process.argv[2];
 const root = realpathSync(process.cwd());
@@ -60,6 +64,24 @@ function builtFiles(dir = NODE_BUILD_OUT) {
 }
 
 let vitest;
+/** The stop condition of the run in progress (see `stopOn` above), or undefined. */
+let stopOn;
+
+/**
+ * A reporter that ends a run early once its verdict is known: a failed test that `stopOn` names. The
+ * cancellation is vitest's own (what `bail` does): tests not yet started are skipped, the run resolves.
+ */
+const earlyStop = {
+  onTestCaseResult(testCase) {
+    if (stopOn === undefined || testCase.result().state !== 'failed') return;
+    if (!stopOn.files.includes(relative(root, testCase.module.moduleId))) return;
+    const titles = [testCase.name];
+    for (let s = testCase.parent; s !== undefined && s.type === 'suite'; s = s.parent) titles.push(s.name);
+    if (!titles.flatMap(titleIds).some((id) => stopOn.ids.includes(id))) return;
+    stopOn = undefined;
+    void vitest.cancelCurrentRun('test-failure');
+  },
+};
 
 /** Every Vite environment this lane's tests are served from (the browser lane has its own server). */
 function environments() {
@@ -115,7 +137,7 @@ function fileReport(file) {
   return { assertionResults, status: failed ? 'failed' : 'passed', message: file.result?.errors?.[0]?.message ?? '', name: file.filepath };
 }
 
-async function run({ id, changed, specs }) {
+async function run({ id, changed, specs, stopOn: stop }) {
   let rebuild = false;
   for (const file of changed) {
     invalidate(file);
@@ -136,12 +158,15 @@ async function run({ id, changed, specs }) {
   vitest.state.clearFiles(p, paths);
   const specifications = specs.map((s) => p.createSpecification(resolve(root, s.file), s.pattern ? { testNamePattern: s.pattern } : undefined));
   let result;
+  stopOn = stop;
   try {
     result = await vitest.runTestSpecifications(specifications, false);
   } catch (error) {
+    stopOn = undefined;
     await send({ type: 'result', id, status: 1, note: `vitest threw: ${String(error?.message ?? error).split('\n')[0]}` });
     return;
   }
+  stopOn = undefined;
   const files = specifications.map((s) => s.testModule?.task).filter((task) => task !== undefined && task.result !== undefined);
   const modules = specifications.map((s) => s.testModule).filter((m) => m !== undefined);
   const failed = result.unhandledErrors.length > 0 || modules.length === 0 || modules.some((m) => !m.ok());
@@ -154,7 +179,7 @@ try {
   // A cache of its own (Vite's optimized dependencies, vitest's results): the shared one under
   // node_modules/.vite belongs to the checkout's lanes, and a copy's different root would make each side
   // re-optimize over the other's.
-  vitest = await createVitest('test', { project: [lane], watch: false, reporters: ['default'], color: false }, { cacheDir: join(root, VITE_CACHE_DIR) });
+  vitest = await createVitest('test', { project: [lane], watch: false, reporters: ['default', earlyStop], color: false }, { cacheDir: join(root, VITE_CACHE_DIR) });
   await vitest.standalone();
 } catch (error) {
   await send({ type: 'fatal', message: String(error?.stack ?? error) });

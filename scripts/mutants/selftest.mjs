@@ -77,6 +77,8 @@ await check('every verdict of the fake mutants, the summary line and the --repor
     'fx-failed-elsewhere': 'failed-elsewhere',
     'fx-browser-killed': 'killed',
   });
+  // fx-killed: the run stopped at the first failed named test, so the third named test never ran.
+  assert.equal(record.results.find((r) => r.id === 'fx-killed').detail, '1 of 3 named tests failed');
   assert.equal(last, 'mutants: 2 killed of 7 (1 survived, 1 failed-elsewhere, 1 timeout, 1 unguarded, 1 stale)');
   assert.equal(status, 1, 'a run with anything but kills fails');
   assert.equal(record.leaks, undefined, 'restored files left nothing behind (the leak checks passed)');
