@@ -591,7 +591,7 @@
       (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load (local.get $x)) (local.get $id))))
       (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=16 (local.get $x)) (local.get $id))))))
 
-;; Per block b of one Q4_0 / Q8_0 row: f[b] = d_w[b] * d_x[b] (the f16 block scales of the half plane at
+  ;; Per block b of one Q4_0 / Q8_0 row: f[b] = d_w[b] * d_x[b] (the f16 block scales of the half plane at
   ;; $hp, exactly as $half decodes them, times x's block scales at $xd), four blocks per step through
   ;; $half4, the blocks mod 4 one at a time; f32 at $f + 4b.
   (func $block_factors (param $hp i32) (param $xd i32) (param $blocks i32) (param $f i32)
@@ -720,66 +720,65 @@
   ;; unpacked in registers as $decode_q6_k unpacks them; per group of 16 (element e = 256b + 128h + l +
   ;; 32t + lane), the four lanes of the exact integer dot product made f32 and times (d * scale_g) * d_x
   ;; (d_x of x's block e / 32), into one accumulator in the order b, h, l, t; the result is its lane sum.
+  ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
+  ;; are formed in one vector and splatted lane by lane.
   (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
-    (local $b i32) (local $h i32) (local $l i32) (local $d f32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $xs i32)
-    (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32)
+    (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $d (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b)))
-        (local.set $h (i32.const 0))
-        (block $halvesDone
-          (loop $halves
-            (br_if $halvesDone (i32.ge_u (local.get $h) (i32.const 2)))
-            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.shl (local.get $h) (i32.const 6))))
-            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6))) (i32.shl (local.get $h) (i32.const 5))))
-            ;; x's block scales 8b + 4h + t (t = 0..3) at $xs + 4t.
-            (local.set $xs (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2))))
-            (local.set $l (i32.const 0))
-            (block $lanesDone
-              (loop $lanes
-                (br_if $lanesDone (i32.ge_u (local.get $l) (i32.const 32)))
-                (local.set $qa (v128.load (i32.add (local.get $ql) (local.get $l))))
-                (local.set $qc (v128.load offset=32 (i32.add (local.get $ql) (local.get $l))))
-                (local.set $qhi (v128.load (i32.add (local.get $qh) (local.get $l))))
-                ;; Scale bytes 8h + l / 16 + 2t; quantized x of element 256b + 128h + l + 32t at $xe + 64t.
-                (local.set $sc (i32.add (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
-                  (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
-                (local.set $xe (i32.add (local.get $xq)
-                  (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
-                (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=0 (local.get $xe)))
-                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=16 (local.get $xe)))))
-                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=0 (local.get $sc))))
-                    (f32.load offset=0 (local.get $xs)))))))
-                (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=64 (local.get $xe)))
-                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=80 (local.get $xe)))))
-                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=2 (local.get $sc))))
-                    (f32.load offset=4 (local.get $xs)))))))
-                (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=128 (local.get $xe)))
-                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=144 (local.get $xe)))))
-                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=4 (local.get $sc))))
-                    (f32.load offset=8 (local.get $xs)))))))
-                (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
-                (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-                  (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=192 (local.get $xe)))
-                  (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=208 (local.get $xe)))))
-                  (f32x4.splat (f32.mul (f32.mul (local.get $d) (f32.convert_i32_s (i32.load8_s offset=6 (local.get $sc))))
-                    (f32.load offset=12 (local.get $xs)))))))
-                (local.set $l (i32.add (local.get $l) (i32.const 16)))
-                (br $lanes)))
-            (local.set $h (i32.add (local.get $h) (i32.const 1)))
-            (br $halves)))
+        (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b))))
+        (local.set $step (i32.const 0))
+        (block $stepsDone
+          (loop $steps
+            (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
+            ;; step = 2h + l / 16.
+            (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
+            (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
+            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
+              (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
+            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
+            ;; times x's block scales 8b + 4h + t.
+            (local.set $q (v128.load64_zero (i32.add (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
+              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4))))))
+            (local.set $fs (f32x4.mul (f32x4.mul (local.get $d)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
+              (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2))))))
+            (local.set $qa (v128.load (local.get $ql)))
+            (local.set $qc (v128.load offset=32 (local.get $ql)))
+            (local.set $qhi (v128.load (local.get $qh)))
+            ;; Quantized x of element 256b + 128h + l + 32t at $xe + 64t.
+            (local.set $xe (i32.add (local.get $xq)
+              (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=0 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=16 (local.get $xe)))))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=64 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=80 (local.get $xe)))))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=128 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=144 (local.get $xe)))))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=192 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=208 (local.get $xe)))))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
+            (local.set $step (i32.add (local.get $step) (i32.const 1)))
+            (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
     (call $hsum (local.get $acc)))
 
-;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
+  ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
   ;; f32 of the four lanes of sum x_q, written by $quantize_x): sub-block s of super-block b (elements
   ;; 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes at $w + 128b + 32(s / 2)
   ;; for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s) (GGML's products). The 6-bit
