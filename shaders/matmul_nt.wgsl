@@ -9,6 +9,9 @@
 // beat a workgroup reduction over K by 30x and one column per invocation by 1.5x); prefill uses TM = 8.
 // The `TM > i` tests fold away at pipeline creation. Edge rows/columns are clamped for loading and
 // never stored.
+// Epilogue (override ACC, the matmul_nt_add op): false stores the product; true adds it into `out`
+// (out[m, n] = out[m, n] + sum, one f32 addition after the f32 sum, as add_inplace would do next), which
+// folds a residual connection into the matmul: one dispatch and one pass over `out` fewer.
 struct Params {
   a_off: u32,
   w_off: u32,
@@ -29,17 +32,27 @@ override WG_X: u32 = 16;
 override WG_Y: u32 = 4;
 // Rows of `out` per invocation: 1, 2, 4 or 8.
 override TM: u32 = 8;
+// Add the product into `out` instead of storing it.
+override ACC: bool = false;
+
+fn put(i: u32, v: f32) {
+  if (ACC) {
+    out[i] = out[i] + v;
+  } else {
+    out[i] = v;
+  }
+}
 
 // Stores columns col..col+3 of row `row`, skipping what lies past the edge.
 fn store4(row: u32, col: u32, v: vec4f) {
   if (row >= p.m) { return; }
   let o = p.out_off + row * p.n + col;
   if (col + 3u < p.n) {
-    out[o] = v.x; out[o + 1u] = v.y; out[o + 2u] = v.z; out[o + 3u] = v.w;
+    put(o, v.x); put(o + 1u, v.y); put(o + 2u, v.z); put(o + 3u, v.w);
     return;
   }
   for (var j = 0u; j < 4u; j++) {
-    if (col + j < p.n) { out[o + j] = v[j]; }
+    if (col + j < p.n) { put(o + j, v[j]); }
   }
 }
 

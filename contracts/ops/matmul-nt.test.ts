@@ -4,10 +4,13 @@
 // reference within 1e-4·(1+|host|) (f32 accumulation over K <= 80, different order from the host's f64
 // sum); (2) every row-tile specialization (M = 1, 2, 3..4, 5+) at llama2.c stories260K decode/prefill
 // shapes; (3) the host reference (four dot products at a time) equals a naive triple loop exactly;
-// (4) check() rejections.
+// (4) check() rejections; (5) OPS-matmul-nt-add (the ACC epilogue): random shapes and offsets with a
+// non-zero `out`, WGSL within 1e-4 of the host twin, and bit-identical to the f32 sum of what `out` held
+// and matmul_nt's own WGSL product (what matmul_nt into a scratch + add_inplace gave); the host twin equals
+// matmul_nt's host product added in f32 exactly.
 import { describe, expect, it } from 'vitest';
 import { zeros } from '../../src/index.js';
-import { matmulNT, rowsPerInvocation } from '../../src/submit/ops/index.js';
+import { matmulNT, matmulNTAdd, rowsPerInvocation } from '../../src/submit/ops/index.js';
 import { expectCode } from '../support/expect-error.js';
 import { fc, fcParams } from '../support/fc.js';
 import { operandOf } from '../support/run-op.js';
@@ -75,5 +78,38 @@ describe('matmul_nt: WGSL against the host reference', () => {
     } finally {
       for (const t of [a, w, wT, out, ints]) t.dispose();
     }
+  });
+
+  it('[OPS-matmul-nt-add] random shapes (half M=1) into a non-zero out: within 1e-4 of the host twin, and out + matmul_nt\'s WGSL product in f32, bit for bit', async () => {
+    const rows = fc.oneof(fc.constant(1), arb.size(40));
+    await fc.assert(
+      fc.asyncProperty(rows, arb.size(80), arb.size(80), arb.seed(), arb.pads(3), async (m, n, k, seed, pads) => {
+        const a = { dtype: 'f32' as const, shape: [m, k], data: randomF32(seed, m * k) };
+        const w = { dtype: 'f32' as const, shape: [n, k], data: randomF32(seed + 1, n * k) };
+        const before = randomF32(seed + 2, m * n);
+        const sum = await runBoth(gpu(), matmulNTAdd, [a, w, { dtype: 'f32', shape: [m, n], data: before }], { m, n, k }, pads);
+        expectClose(sum.gpu[2]!, sum.host[2]!, TOL, `matmul_nt_add ${m}x${k} · (${n}x${k})^T`);
+        const product = await runBoth(gpu(), matmulNT, [a, w, { dtype: 'f32', shape: [m, n], data: new Float32Array(m * n) }], { m, n, k }, pads);
+        const want = (product.gpu[2]! as Float32Array).map((v, i) => Math.fround(before[i]! + v));
+        expect(Array.from(sum.gpu[2]!)).toEqual(Array.from(want));
+      }),
+      fcParams(10),
+    );
+  });
+
+  it('[OPS-matmul-nt-add] the host twin adds matmul_nt\'s host product to out in f32, exactly', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 13 }), fc.integer({ min: 1, max: 13 }), arb.seed(), (m, n, k, seed) => {
+        const a = randomF32(seed, m * k);
+        const w = randomF32(seed + 1, n * k);
+        const before = randomF32(seed + 2, m * n);
+        const product = new Float32Array(m * n);
+        matmulNT.host({ m, n, k }, [a, w, product]);
+        const out = before.slice();
+        matmulNTAdd.host({ m, n, k }, [a, w, out]);
+        expect(Array.from(out)).toEqual(Array.from(before.map((v, i) => Math.fround(v + product[i]!))));
+      }),
+      fcParams(100),
+    );
   });
 });

@@ -28,7 +28,13 @@
 //   dispatches cost it nothing; on WebGPU the fused list is opt-in until a real GPU has measured it faster,
 //   and on the software adapters of CI its workgroup-heavy kernels are much slower): rmsnorm, Q, K, V, (3 bias_add), 2 rope, 2 kv_write, attention, O, add, rmsnorm, gate, up,
 //   silu_mul, down, add: 17 dispatches per dense layer (20 with biases), plus rmsnorm, classifier and
-//   argmax (and the embedding) per step;
+//   argmax (and the embedding) per step. On WebGPU the same list saves dispatches and passes over memory
+//   with kernels of the same per-invocation shape (no workgroup reductions): O and down with F32 weights
+//   add into the residual in their epilogue (matmul_nt_add: no xb2 round trip, no add), and a one-row
+//   (decode) step writes Q, K and V side by side into one qkv row, then rotates Q and K and writes the
+//   KV cache in one fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up
+//   computes gate, up and SiLU·mul in one matmul_nt_glu: 10 dispatches per F32 dense layer + 4 (54 per
+//   token for stories260K's 5 layers, 89 before), 14 with quantized weights;
 // - 'fused' (opt-in, `kernels: 'fused'`; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
 //   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
 //   fused_attention (one pass over the cache; for a decode step whose cache is longer than
@@ -105,6 +111,8 @@ import {
   gather,
   kvWrite,
   matmulNT,
+  matmulNTAdd,
+  matmulNTGlu,
   maxSplits,
   moeCombine,
   moeRoute,
@@ -688,7 +696,8 @@ export class LlamaForward {
     // place (only a routed FFN's router still goes through it).
     const needsSplitScratch = largestSplitPart > 0 && (!fused || entry.ffn === 'routed');
     const widths = activationWidths(c, entry);
-    if (qkvSplit) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
+    // The unfused list on WebGPU projects a one-row step's Q/K/V into a qkv row for fused_rope_kv.
+    if (qkvSplit || (!fused && provider.kind === 'webgpu')) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
     const attentionParts = splitAttention ? c.heads * maxSplits(maxSeq, splitLen) * (c.headDim + 2) : 0;
     const buffers: [string, number][] = [
       ...Object.entries(widths).map(([name, [, width]]): [string, number] => [name, maxBatch * width * F32_BYTES]),
@@ -1612,6 +1621,33 @@ export class LlamaForward {
       add(kvWrite, [x, declare(`hidden${l}`, block, 'f32', [T, dim])], { count: T, width: dim, maxSeq: T, pos0: 0 });
     };
 
+    // The unfused list on WebGPU (see the module comment): residual adds in the O and down matmuls'
+    // epilogue (F32 weights), and for a one-row step Q/K/V into one qkv row + fused_rope_kv, gate/up/SiLU
+    // in one matmul_nt_glu (F32).
+    const gpuEpilogues = !fused && this.runtime.provider.kind === 'webgpu';
+    const oneRow = gpuEpilogues && T === 1;
+    const ropeKvOf = (s: StepValues) => ({
+      heads,
+      kvHeads,
+      headDim,
+      maxSeq: this.maxSeq,
+      pos0: pos(s),
+      theta: plan.theta,
+      style: plan.ropeStyle,
+      ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
+    });
+    /** x += input · Wᵀ: matmul_nt_add into x (one dispatch per part) where it applies, else through xb2 and add_inplace. */
+    const residualLinear = (input: string, w: Matrix): void => {
+      if (gpuEpilogues && w.kind === 'F32' && (w.parts.length === 1 || T === 1)) {
+        w.parts.forEach((part, p) => {
+          const out = w.parts.length === 1 ? x : view(act('x'), 'f32', [1, part.rows], part.firstRow);
+          add(matmulNTAdd, [input, partName(w, p), out], { m: T, n: part.rows, k: w.k });
+        });
+        return;
+      }
+      linear(input, w, xb2, act('xb2'), 0, T);
+      add(addInplace, [x, xb2], { n: T * dim });
+    };
     this.#layers.forEach((L, l) => {
       if (range !== undefined && (l < range.first || l >= range.end)) return;
       const phase = range?.phase;
@@ -1629,33 +1665,58 @@ export class LlamaForward {
         return;
       }
       add(rmsnorm, [x, vec('attnNorm', L.attnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
-      linear(xb, L.q, q, act('q'), 0, T);
-      linear(xb, L.k, k, act('k'), 0, T);
-      linear(xb, L.v, v, act('v'), 0, T);
-      if (L.bias !== undefined) {
-        add(biasAdd, [q, vec('qBias', L.bias.q, qDim)], { rows: T, cols: qDim });
-        add(biasAdd, [k, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
-        add(biasAdd, [v, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
+      if (oneRow) {
+        // Q, K and V side by side in one qkv row, then RoPE of Q and K and the KV-cache write in one pass.
+        const qkvAlloc = act('qkv');
+        const width = qDim + 2 * kvDim;
+        const qkv = rows('qkv', [T, width]);
+        const qv = view(qkvAlloc, 'f32', [1, qDim], 0);
+        const kv = view(qkvAlloc, 'f32', [1, kvDim], qDim);
+        const vv = view(qkvAlloc, 'f32', [1, kvDim], qDim + kvDim);
+        linear(xb, L.q, qv, qkvAlloc, 0, T);
+        linear(xb, L.k, kv, qkvAlloc, qDim, T);
+        linear(xb, L.v, vv, qkvAlloc, qDim + kvDim, T);
+        if (L.bias !== undefined) {
+          add(biasAdd, [qv, vec('qBias', L.bias.q, qDim)], { rows: T, cols: qDim });
+          add(biasAdd, [kv, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
+          add(biasAdd, [vv, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
+        }
+        add(fusedRopeKv, [qkv, q, kc, vc], (s: StepValues) => ({ count: T, ...ropeKvOf(s) }));
+      } else {
+        linear(xb, L.q, q, act('q'), 0, T);
+        linear(xb, L.k, k, act('k'), 0, T);
+        linear(xb, L.v, v, act('v'), 0, T);
+        if (L.bias !== undefined) {
+          add(biasAdd, [q, vec('qBias', L.bias.q, qDim)], { rows: T, cols: qDim });
+          add(biasAdd, [k, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
+          add(biasAdd, [v, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
+        }
+        add(rope, [q], ropeParams(T, heads));
+        add(rope, [k], ropeParams(T, kvHeads));
+        add(kvWrite, [k, kc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
+        add(kvWrite, [v, vc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
       }
-      add(rope, [q], ropeParams(T, heads));
-      add(rope, [k], ropeParams(T, kvHeads));
-      add(kvWrite, [k, kc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
-      add(kvWrite, [v, vc], (s: StepValues) => ({ count: T, width: kvDim, maxSeq: this.maxSeq, pos0: pos(s) }));
       add(attention, [q, kc, vc, att], (s: StepValues) => ({ count: T, heads, kvHeads, headDim, maxSeq: this.maxSeq, pos0: pos(s) }));
-      linear(att, L.o, xb2, act('xb2'), 0, T);
-      add(addInplace, [x, xb2], { n: T * dim });
+      residualLinear(att, L.o);
       add(rmsnorm, [x, vec('ffnNorm', L.ffnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
       const f = L.ffn;
       if (f.kind === 'dense') {
         const ffn = c.ffnDim;
-        const hb = rows('hb', [T, ffn]);
-        const hb2 = rows('hb2', [T, ffn]);
         const hb3 = rows('hb3', [T, ffn]);
-        linear(xb, f.gate, hb, act('hb'), 0, T);
-        linear(xb, f.up, hb2, act('hb2'), 0, T);
-        add(siluMul, [hb, hb2, hb3], { n: T * ffn });
-        linear(hb3, f.down, xb2, act('xb2'), 0, T);
-        add(addInplace, [x, xb2], { n: T * dim });
+        if (oneRow && f.gate.kind === 'F32' && f.up.kind === 'F32' && sameParts(f.gate, f.up)) {
+          // gate, up and SiLU·mul in one pass over both weights (one dispatch per part, into its columns).
+          f.gate.parts.forEach((part, p) => {
+            const out = f.gate.parts.length === 1 ? hb3 : view(act('hb3'), 'f32', [1, part.rows], part.firstRow);
+            add(matmulNTGlu, [xb, partName(f.gate, p), partName(f.up, p), out], { m: T, n: part.rows, k: dim });
+          });
+        } else {
+          const hb = rows('hb', [T, ffn]);
+          const hb2 = rows('hb2', [T, ffn]);
+          linear(xb, f.gate, hb, act('hb'), 0, T);
+          linear(xb, f.up, hb2, act('hb2'), 0, T);
+          add(siluMul, [hb, hb2, hb3], { n: T * ffn });
+        }
+        residualLinear(hb3, f.down);
       } else if (phase === 'attn') {
         routedPhase(f, 'attn');
         return;

@@ -12,7 +12,8 @@ import { gather } from './gather.js';
 import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
-import { matmulNT } from './matmul-nt.js';
+import { matmulNT, matmulNTAdd } from './matmul-nt.js';
+import { matmulNTGlu } from './matmul-nt-glu.js';
 import { moeCombine } from './moe-combine.js';
 import { moeRoute } from './moe-route.js';
 import { mul } from './mul.js';
@@ -54,6 +55,9 @@ export type { KvWriteParams } from './kv-write.js';
 export type { MatmulParams } from './matmul.js';
 export type { MatmulBatchedParams } from './matmul-batched.js';
 export type { MatmulNTParams } from './matmul-nt.js';
+export { matmulNTAdd } from './matmul-nt.js';
+export { matmulNTGlu } from './matmul-nt-glu.js';
+export type { MatmulNTGluParams } from './matmul-nt-glu.js';
 export type { MoeCombineParams } from './moe-combine.js';
 export { routeOrder } from './moe-route.js';
 export type { MoeRouteArrays, MoeRouteParams } from './moe-route.js';
@@ -128,6 +132,8 @@ export const OPS = {
   matmul,
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
+  matmul_nt_add: matmulNTAdd,
+  matmul_nt_glu: matmulNTGlu,
   matmul_tn_grad: matmulTNGrad,
   moe_combine: moeCombine,
   moe_route: moeRoute,
