@@ -540,6 +540,142 @@
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
+  ;; ---- Fused Q4_K rows (the default kernel: f32 x, no groups form in scratch) ----
+
+  ;; xs[s] = the lanes of x's sub-block s of 32 elements: ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))
+  ;; over its eight vectors (16 bytes per sub-block, $subs of them).
+  (func $sub_sums (param $x i32) (param $xs i32) (param $subs i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $xs) (i32.shl (local.get $subs) (i32.const 4))))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $xs) (local.get $end)))
+        (v128.store (local.get $xs) (f32x4.add
+          (f32x4.add (f32x4.add (v128.load (local.get $x)) (v128.load offset=16 (local.get $x)))
+            (f32x4.add (v128.load offset=32 (local.get $x)) (v128.load offset=48 (local.get $x))))
+          (f32x4.add (f32x4.add (v128.load offset=64 (local.get $x)) (v128.load offset=80 (local.get $x)))
+            (f32x4.add (v128.load offset=96 (local.get $x)) (v128.load offset=112 (local.get $x))))))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+        (br $step))))
+
+  ;; x . w for one Q4_K row of $blocks super-blocks at $w, the quants unpacked in registers: sub-block s
+  ;; of super-block b (elements 256b + 32s ..) has scale d * sc_s and min -(dmin * m_s) (GGML's products;
+  ;; the 6-bit sc_s and m_s of all 8 sub-blocks unpacked at once as $dot_q4_k_q8x does, the 16 products
+  ;; to $f, 64 bytes). Its two groups of 16 go in as acc += (group dot) * scale (even groups in acc0, odd
+  ;; in acc1; a group's dot is ((q0 x0 + q1 x1) + q2 x2) + q3 x3 over its four vectors, as $dot_groups), its min as accm += (x's lane sums of the sub-block, $xs) * min; the result is the lane sum
+  ;; of (acc0 + acc1) + accm.
+  (func $dot_q4_k (param $x i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $f i32) (result f32)
+    (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $fs i32)
+    (local $r v128) (local $a v128) (local $u v128) (local $v0 v128) (local $v1 v128) (local $sc v128) (local $q v128) (local $h v128) (local $p v128)
+    (local $acc0 v128) (local $acc1 v128) (local $accm v128)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
+        (local.set $r (v128.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12)))))
+        (local.set $a (i8x16.swizzle (local.get $r) (v128.const i8x16 0 1 2 3 8 9 10 11 4 5 6 7 8 9 10 11)))
+        (local.set $a (v128.bitselect (i8x16.shr_u (local.get $a) (i32.const 4))
+          (v128.and (local.get $a) (v128.const i8x16 63 63 63 63 15 15 15 15 63 63 63 63 0 0 0 0))
+          (v128.const i8x16 0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1)))
+        (local.set $r (v128.or (local.get $a) (i8x16.shl (i8x16.shr_u
+          (i8x16.swizzle (local.get $r) (v128.const i8x16 16 16 16 16 0 1 2 3 16 16 16 16 4 5 6 7)) (i32.const 6)) (i32.const 4))))
+        (local.set $sc (f32x4.splat (call $half (local.get $dm))))
+        (local.set $u (i16x8.extend_low_i8x16_u (local.get $r)))
+        (v128.store (local.get $f) (f32x4.mul (local.get $sc) (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $u)))))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (local.get $sc) (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $u)))))
+        (local.set $sc (f32x4.splat (call $half (i32.shr_u (local.get $dm) (i32.const 16)))))
+        (local.set $u (i16x8.extend_high_i8x16_u (local.get $r)))
+        (v128.store offset=32 (local.get $f) (f32x4.neg (f32x4.mul (local.get $sc) (f32x4.convert_i32x4_u (i32x4.extend_low_i16x8_u (local.get $u))))))
+        (v128.store offset=48 (local.get $f) (f32x4.neg (f32x4.mul (local.get $sc) (f32x4.convert_i32x4_u (i32x4.extend_high_i16x8_u (local.get $u))))))
+        ;; Chunk c: sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles).
+        (local.set $qp (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $fs (local.get $f))
+        (local.set $c (i32.const 0))
+        (block $chunksDone
+          (loop $chunks
+            (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
+            (local.set $v0 (v128.load (local.get $qp)))
+            (local.set $v1 (v128.load offset=16 (local.get $qp)))
+            (local.set $sc (v128.load32_splat (local.get $fs)))
+            (local.set $q (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+            (local.set $h (i16x8.extend_low_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load (local.get $x))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=16 (local.get $x)))))
+            (local.set $h (i16x8.extend_high_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=32 (local.get $x)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=48 (local.get $x)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (local.get $sc))))
+            (local.set $q (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))
+            (local.set $h (i16x8.extend_low_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=64 (local.get $x))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=80 (local.get $x)))))
+            (local.set $h (i16x8.extend_high_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=96 (local.get $x)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=112 (local.get $x)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (local.get $sc))))
+            (local.set $accm (f32x4.add (local.get $accm) (f32x4.mul (v128.load (local.get $xs)) (v128.load32_splat offset=32 (local.get $fs)))))
+            (local.set $sc (v128.load32_splat offset=4 (local.get $fs)))
+            (local.set $q (i8x16.shr_u (local.get $v0) (i32.const 4)))
+            (local.set $h (i16x8.extend_low_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=128 (local.get $x))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=144 (local.get $x)))))
+            (local.set $h (i16x8.extend_high_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=160 (local.get $x)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=176 (local.get $x)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (local.get $sc))))
+            (local.set $q (i8x16.shr_u (local.get $v1) (i32.const 4)))
+            (local.set $h (i16x8.extend_low_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=192 (local.get $x))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=208 (local.get $x)))))
+            (local.set $h (i16x8.extend_high_i8x16_u (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load offset=224 (local.get $x)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=240 (local.get $x)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (local.get $sc))))
+            (local.set $accm (f32x4.add (local.get $accm) (f32x4.mul (v128.load offset=16 (local.get $xs)) (v128.load32_splat offset=36 (local.get $fs)))))
+            (local.set $qp (i32.add (local.get $qp) (i32.const 32)))
+            (local.set $x (i32.add (local.get $x) (i32.const 256)))
+            (local.set $xs (i32.add (local.get $xs) (i32.const 32)))
+            (local.set $fs (i32.add (local.get $fs) (i32.const 8)))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))
+            (br $chunks)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (call $hsum (f32x4.add (f32x4.add (local.get $acc0) (local.get $acc1)) (local.get $accm))))
+
+  ;; out[i, j] = x_i . w_j for Q4_K rows ($dot_q4_k). Scratch: 64 bytes of factors at $f; at $xs, per row of
+  ;; x its sub-block lane sums (K / 2 bytes).
+  (func $q4_k_rows (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
+    (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $f i32) (param $xs i32)
+    (local $i i32) (local $j i32) (local $row i32) (local $subs i32) (local $kBytes i32) (local $nBytes i32) (local $subBytes i32)
+    (local.set $subs (i32.shr_u (local.get $k) (i32.const 5)))
+    (local.set $subBytes (i32.shl (local.get $subs) (i32.const 4)))
+    (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
+    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
+    (block $sumsDone
+      (loop $sums
+        (br_if $sumsDone (i32.ge_u (local.get $i) (local.get $m)))
+        (call $sub_sums (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+          (i32.add (local.get $xs) (i32.mul (local.get $i) (local.get $subBytes))) (local.get $subs))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $sums)))
+    (block $rowsDone
+      (loop $rows
+        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+        (local.set $i (i32.const 0))
+        (block $xDone
+          (loop $xRows
+            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+              (call $dot_q4_k (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+                (i32.add (local.get $xs) (i32.mul (local.get $i) (local.get $subBytes)))
+                (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $f)))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $xRows)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $rows))))
+
   ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
   ;; As GGML's vec_dot for Q8_0, Q4_0, Q4_K and Q6_K weights does, x is first quantized once per call to blocks of 32
   ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
@@ -950,6 +1086,11 @@
     (local.set $ss (i32.add (local.get $scratch) (local.get $k)))
     (local.set $sm (i32.add (local.get $ss) (local.get $gBytes)))
     (local.set $xs (i32.add (local.get $sm) (local.get $gBytes)))
+    (if (i32.eq (local.get $kind) (i32.const 5))
+      (then
+        (call $q4_k_rows (local.get $x) (local.get $w) (local.get $out) (local.get $m) (local.get $n) (local.get $k)
+          (local.get $rowBytes) (local.get $p0) (local.get $p1) (local.get $scratch) (local.get $xs))
+        (return)))
     (local.set $affine (call $affine (local.get $kind)))
     (if (local.get $affine)
       (then

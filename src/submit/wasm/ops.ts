@@ -77,13 +77,17 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
 /** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
 const GROUP = 16;
 
+/** Elements per Q4_K sub-block (wasm/quant.wat $q4_k_rows keeps x's four lane sums per sub-block). */
+const SUB_BLOCK = 32;
+const SUB_SUM_BYTES = 4 * F32_BYTES;
+
 /**
  * Scratch of wasm/quant.wat's qmatmul for a block kind: one decoded row (K quant bytes, a scale and a
- * min per group) and the sums of x's groups (one per group per row of x).
+ * min per group), then per row of x its sums: one f32 per group, or (Q4_K) four per sub-block of 32.
  */
 export function groupsScratchBytes(m: number, k: number): number {
   const groups = k / GROUP;
-  return k + 2 * groups * F32_BYTES + m * groups * F32_BYTES;
+  return k + 2 * groups * F32_BYTES + m * Math.max(groups * F32_BYTES, (k / SUB_BLOCK) * SUB_SUM_BYTES);
 }
 
 /** Elements per block of x in the q8-activation kernels (GGML QK8_0). */
