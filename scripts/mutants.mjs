@@ -28,9 +28,11 @@
 //   stale             the `find` text is missing or not unique (the list went stale)
 // Only `killed` passes; anything else makes the run exit 1. Before any mutant, a control run per lane
 // checks that the suites pass unmutated (otherwise a failure would mean nothing). Isolation is checked,
-// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, the named tests of the
-// mutants run since the last check run again on the restored tree and must all pass; a failure there is
-// a leak (a mutant's effect outlived its restore), reported on the summary line and failing the run. The
+// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, the tests that killed the
+// mutants run since the last check (the failed named tests of each kill) run again on the restored tree
+// and must all pass: they are the tests that saw the mutated code, so a restore their modules missed
+// fails them again. A failure there is a leak (a mutant's effect outlived its restore), reported on the
+// summary line and failing the run. A mutant that was not killed fails the run anyway. The
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
@@ -256,16 +258,25 @@ async function runLane(lane, inLane) {
     sinceCheck = [];
     if (client.child === undefined) await restart();
     const t0 = Date.now();
-    const run = await client.run(filteredSpecs(checked), RUN_LIMIT_MS);
-    const bad = checked.flatMap((m) => {
-      const v = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
-      return v.verdict === 'survived' ? [] : [`${m.id}: ${v.verdict}, ${v.detail}`];
-    });
+    const targets = checked.flatMap(({ m, caught }) => caught.map((t) => ({ ...t, id: m.id })));
+    if (targets.length === 0) return;
+    const byFile = new Map();
+    for (const t of targets) byFile.set(t.file, [...(byFile.get(t.file) ?? []), t.title]);
+    const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+    const specs = [...byFile].map(([file, titles]) => ({ file, pattern: [...new Set(titles)].map(escape).join('|') }));
+    const run = await client.run(specs, RUN_LIMIT_MS);
+    const after = run.report === undefined ? [] : testsOf(run.report, root);
+    const bad = run.timedOut || run.report === undefined
+      ? [`the check gave no result (${run.timedOut ? 'timed out' : (run.note ?? `exit ${run.status}`)})`]
+      : targets.flatMap((t) => {
+          const status = after.find((a) => a.file === t.file && a.name === t.name)?.status ?? 'not run';
+          return status === 'passed' ? [] : [`${t.id}: ${t.file} > ${t.name} ${status}`];
+        });
     if (bad.length === 0) {
-      say(`leak-check ${lane}: the named tests of ${checked.length} mutant(s) pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
+      say(`leak-check ${lane}: the ${targets.length} test(s) that killed ${checked.length} mutant(s) pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
       return;
     }
-    failures.push({ lane, after: `${count} mutant(s)`, mutants: checked.map((m) => m.id), detail: bad });
+    failures.push({ lane, after: `${count} mutant(s)`, mutants: checked.map(({ m }) => m.id), detail: bad });
     say(`leak     ${lane}: after ${count} mutant(s), on the restored tree: ${bad.join('; ')}`);
     // Continue on a fresh lane: whatever leaked stays out of the mutants still to run.
     await restart();
@@ -306,7 +317,8 @@ async function runLane(lane, inLane) {
     if (FAULT !== 'no-invalidate-on-restore') client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
     record(m, { ...base, ...verdict, seconds: seconds(Date.now() - t0) });
-    sinceCheck.push(m);
+    const caught = verdict.verdict === 'killed' ? namedTests(m, testsOf(run.report, root)).filter((t) => t.status === 'failed') : [];
+    sinceCheck.push({ m, caught });
     count += 1;
     if (count % LEAK_CHECK_EVERY === 0) await leakCheck(count);
   }

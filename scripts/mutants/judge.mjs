@@ -42,6 +42,7 @@ export function testsOf(report, root) {
     file.assertionResults.map((a) => ({
       file: relative(root, file.name),
       name: a.fullName,
+      title: a.title,
       status: a.status,
       ids: new Set([a.title, ...(a.ancestorTitles ?? [])].flatMap(titleIds)),
     })),
