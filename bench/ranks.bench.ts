@@ -9,8 +9,9 @@
 // SIMD kernels where the engine has them, else the scalar twins; the summary names which ran), so the ratio
 // is what splitting across cores buys. Next to the compute time it reports the per-step synchronisation
 // cost: agreements per token and microseconds per agreement (the checkpoint and complete rounds carry no
-// compute: coordinator-side wait from issuing the round to the last vote) and per activation exchange (rank-side
-// time inside a ring send/receive or all-reduce, which includes waiting for the slower peer). Sides run in
+// compute: rank-side wait from casting its vote to seeing the decision) and per activation exchange (rank-side
+// time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
+// compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows. Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Output: a printed table and bench/results/ranks.json (machine, cores, load average).
 import { execSync } from 'node:child_process';
@@ -50,6 +51,8 @@ interface Row {
   readonly exchangeMicros: number;
   /** Which host kernels the ranks ran: WebAssembly SIMD, the scalar twins, or a mix. */
   readonly kernels: string;
+  /** Per rank: compute ms/token, µs/token inside exchanges, futex sleeps/token in exchanges, µs/token waiting for decisions. */
+  readonly perRank: readonly { readonly computeMs: number; readonly exchangeMicros: number; readonly sleeps: number; readonly decisionMicros: readonly number[] }[];
 }
 
 function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches: number }[]): string {
@@ -82,7 +85,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
       const stats = s.session.stats();
       const counters = await s.session.counters();
       const steps = stats.steps;
-      const agreementMicros = (stats.phaseMicros.checkpoint + stats.phaseMicros.complete) / (2 * steps);
+      // The checkpoint and complete rounds carry no compute: a rank's wait from its vote to the decision.
+      const agreementMicros = counters.reduce((a, c) => a + c.decisionMicros[0]! + c.decisionMicros[2]!, 0) / counters.length / (2 * steps);
       const exchanges = counters.reduce((a, c) => a + c.exchanges, 0) / counters.length;
       const exchangeMicros = counters.reduce((a, c) => a + c.exchangeMicros, 0) / counters.length;
       const forwardMicros = counters.reduce((a, c) => a + c.forwardMicros, 0) / counters.length;
@@ -98,6 +102,12 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
         exchangesPerToken: exchanges / steps,
         exchangeMicros: exchanges === 0 ? 0 : exchangeMicros / exchanges,
         kernels: kernelsOf(counters),
+        perRank: counters.map((c) => ({
+          computeMs: (c.forwardMicros - c.exchangeMicros) / steps / 1000,
+          exchangeMicros: c.exchangeMicros / steps,
+          sleeps: c.exchangeSleeps / steps,
+          decisionMicros: c.decisionMicros.map((m) => m / steps),
+        })),
       });
     }
     return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides[0]!.ids.join() === sides[1]!.ids.join() };
@@ -117,6 +127,10 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  agr/tok  µs/agreement  exch/tok  µs/exchange');
   for (const r of results.flatMap((x) => x.rows)) {
     console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementsPerToken).padStart(9)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}`);
+  }
+  console.log('\nper rank, per token: compute ms, µs inside exchanges, futex sleeps in exchanges, µs from vote to decision (checkpoint / execute / complete)');
+  for (const r of results.flatMap((x) => x.rows)) {
+    r.perRank.forEach((p, i) => console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}rank ${i}${fmt(p.computeMs, 2).padStart(8)}${fmt(p.exchangeMicros).padStart(9)}${fmt(p.sleeps).padStart(7)}${p.decisionMicros.map((m) => fmt(m).padStart(8)).join('')}`));
   }
   for (const r of results) console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageBefore: loadBefore, loadAverage: os.loadavg(), node: process.version };

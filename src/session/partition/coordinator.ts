@@ -6,11 +6,13 @@
 //
 // Construction checks the partition against the model first (checkPartition: TS-dist-partition-authority);
 // a refused partition starts no worker and allocates nothing. Each step is a transaction whose every phase
-// boundary (checkpoint, execute, complete) is agreed by all ranks through the control block: the coordinator
-// proceeds only when every rank voted success for this phase and this step's epoch; a vote naming another
-// epoch, or a rank refusing a decision that names another epoch, aborts the step and every rank restores its
-// step checkpoint (TS-txn-epoch-mismatch). The step's tokens, length and logits are published only after
-// the 'complete' round agreed.
+// boundary (checkpoint, execute, complete) is agreed by all ranks through the control block: a round
+// proceeds only when every rank voted success for this phase and this step's epoch (the rank whose vote
+// completes the round applies protocol.ts roundFailure and writes the decision; the coordinator stays off
+// the step's path until its final decision); a vote naming another epoch, or a rank refusing a decision
+// that names another epoch, aborts the step and every rank restores its step checkpoint
+// (TS-txn-epoch-mismatch). The step's tokens, length and logits are published only after the 'complete'
+// round agreed, and the coordinator re-reads that round's votes before it publishes.
 // Checkpoints and rollbacks are two-phase over messages: a checkpoint exists only when every rank captured
 // its part (TS-dist-checkpoint); a rollback or reset changes a rank only after every rank prepared it with
 // the same metadata (TS-dist-rollback). Sharded prompt caches: one shard per stateful rank, staged and
@@ -29,7 +31,7 @@ import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
-import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, controlWords, phaseIndex, rankBase } from './protocol.js';
+import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, controlWords, phaseIndex, rankBase, roundFailure } from './protocol.js';
 import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
@@ -98,13 +100,13 @@ export interface PartitionCacheManifest {
 
 export const PARTITION_CACHE_FORMAT = 'tenon-partition-cache-1';
 
-/** Per-step counters (benchmarks): agreements and activation bytes, plus time spent waiting on ranks. */
+/** Per-step counters (benchmarks): agreements (decided rounds) and activation bytes. */
 export interface PartitionStats {
   readonly steps: number;
   readonly agreements: number;
   readonly activationBytes: number;
-  /** Microseconds the coordinator spent between issuing a step and every rank's vote, per phase. */
-  readonly phaseMicros: Readonly<Record<RankPhase, number>>;
+  /** Microseconds the coordinator spent between issuing a step and its final decision. */
+  readonly stepMicros: number;
 }
 
 /** Coordinator-side fault seams (tests). */
@@ -131,12 +133,12 @@ type WaitAsync = (a: Int32Array, i: number, v: number) => { async: boolean; valu
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
 /**
- * How long, per agreement round, the coordinator may sleep in a blocking Atomics.wait on the vote counter
- * (ms) before it returns to its event loop (where worker losses and replies arrive). A futex sleep: the
- * thread takes no core while ranks compute, and wakes as soon as the last vote lands instead of a task
+ * How long, per step, the coordinator may sleep in a blocking Atomics.wait on the decision word (ms) before
+ * it returns to its event loop (where worker losses and replies arrive). A futex sleep: the thread takes no
+ * core while ranks compute and agree, and wakes as soon as the final decision lands instead of a task
  * later. Only where blocking waits are allowed (Node, workers; never a browser page's main thread).
  */
-const BLOCKING_ROUND_MS = 8;
+const BLOCKING_STEP_MS = 8;
 /** Whether this thread may block in Atomics.wait (a zero-timeout probe that never sleeps). */
 const canBlock: boolean = (() => {
   try {
@@ -167,19 +169,19 @@ export class PartitionedSession {
   readonly #rings: { from: number; to: number; sab: SharedArrayBuffer }[];
   readonly #pending = new Map<number, Pending & { rank: number }>();
   #req = 0;
-  #votes = 0;
   #length = 0;
   #epoch = 0;
   #tokens: number[] = [];
   #checkpoints = new Map<number, PartitionCheckpoint & { tokens: readonly number[] }>();
   #cpSerial = 0;
   #outcome: PartitionOutcome | undefined;
-  #fence: { rank: number; phase: RankPhase | undefined } | undefined;
-  #inStep: RankPhase | undefined;
-  #committing = false;
+  /** Set when a rank was lost (or a prepared change failed to apply); `committing`: the step's commit decision had proceeded. */
+  #fence: { rank: number; phase: RankPhase | undefined; committing: boolean } | undefined;
+  /** DECISION_SEQ when the current step was issued; undefined between steps. */
+  #stepSeq: number | undefined;
   #disposed = false;
   #queue: Promise<unknown> = Promise.resolve();
-  #stats = { steps: 0, agreements: 0, activationBytes: 0, phaseMicros: { checkpoint: 0, execute: 0, complete: 0 } };
+  #stats = { steps: 0, agreements: 0, activationBytes: 0, stepMicros: 0 };
   readonly #manifest1: CommunicationManifest;
   /** Classifying ranks in vocabulary order (their candidates are compared in this order). */
   readonly #classifiers: readonly CheckedPartition['plans'][number][];
@@ -311,7 +313,7 @@ export class PartitionedSession {
   }
 
   stats(): PartitionStats {
-    return { ...this.#stats, phaseMicros: { ...this.#stats.phaseMicros } };
+    return { ...this.#stats };
   }
 
   /** Capture callbacks have no multi-rank publication contract: refused (TS-dist-capture-local). */
@@ -336,9 +338,10 @@ export class PartitionedSession {
 
   #lost(rank: number): void {
     if (this.#disposed || this.#fence !== undefined) return;
-    this.#fence = { rank, phase: this.#inStep };
     const c = this.#ctrl;
     Atomics.store(c, CTRL.FENCE, 1);
+    const inStep = this.#stepSeq !== undefined;
+    this.#fence = { rank, phase: inStep ? this.#pendingPhase() : undefined, committing: inStep && this.#commitDecided() };
     Atomics.store(c, CTRL.DECISION_VERDICT, VERDICT.FENCED);
     Atomics.add(c, CTRL.DECISION_SEQ, 1);
     for (const w of [CTRL.DECISION_SEQ, CTRL.CMD_SEQ, CTRL.VOTES]) Atomics.notify(c, w);
@@ -426,32 +429,50 @@ export class PartitionedSession {
     return this.#serial(() => this.#step(tokens));
   }
 
-  async #collect(expected: number): Promise<void> {
+  /** The last decision written since the current step was issued (phase index, verdict), if any. */
+  #lastDecision(): { phase: number; verdict: number } | undefined {
     const c = this.#ctrl;
-    const blockUntil = canBlock ? performance.now() + BLOCKING_ROUND_MS : 0;
     for (;;) {
-      if (this.#fence !== undefined) throw this.#lossError('partition.step');
-      if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
-      const v = Atomics.load(c, CTRL.VOTES);
-      if (v >= expected) return;
-      const left = blockUntil - performance.now();
-      if (left > 0) {
-        Atomics.wait(c, CTRL.VOTES, v, left);
-        continue;
-      }
-      const r = waitAsync(c, CTRL.VOTES, v);
-      if (r.async) await r.value;
+      const seq = Atomics.load(c, CTRL.DECISION_SEQ);
+      if (seq === this.#stepSeq) return undefined;
+      const phase = Atomics.load(c, CTRL.DECISION_PHASE);
+      const verdict = Atomics.load(c, CTRL.DECISION_VERDICT);
+      if (Atomics.load(c, CTRL.DECISION_SEQ) === seq) return { phase, verdict };
     }
   }
 
-  #decide(phase: RankPhase, epoch: number, verdict: number): void {
+  /** The round being agreed now: the one after the last round that proceeded ('checkpoint' before any). */
+  #pendingPhase(): RankPhase {
+    const d = this.#lastDecision();
+    if (d === undefined) return 'checkpoint';
+    if (d.verdict !== VERDICT.PROCEED) return RANK_PHASES[d.phase]!;
+    return RANK_PHASES[Math.min(d.phase + 1, RANK_PHASES.length - 1)]!;
+  }
+
+  /** Whether the current step's commit (execute) decision proceeded, so ranks may have committed. */
+  #commitDecided(): boolean {
+    const d = this.#lastDecision();
+    return d !== undefined && d.verdict === VERDICT.PROCEED && d.phase >= phaseIndex('execute');
+  }
+
+  /** Waits for the current step's final decision: an abort, or the 'complete' round decided. */
+  async #awaitEnd(): Promise<{ phase: RankPhase; verdict: number }> {
     const c = this.#ctrl;
-    Atomics.store(c, CTRL.DECISION_PHASE, phaseIndex(phase));
-    Atomics.store(c, CTRL.DECISION_EPOCH, epoch);
-    Atomics.store(c, CTRL.DECISION_VERDICT, verdict);
-    Atomics.add(c, CTRL.DECISION_SEQ, 1);
-    Atomics.notify(c, CTRL.DECISION_SEQ);
-    this.#stats.agreements++;
+    const blockUntil = canBlock ? performance.now() + BLOCKING_STEP_MS : 0;
+    for (;;) {
+      if (this.#fence !== undefined) throw this.#lossError('partition.step');
+      if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
+      const seq = Atomics.load(c, CTRL.DECISION_SEQ);
+      const d = this.#lastDecision();
+      if (d !== undefined && (d.verdict !== VERDICT.PROCEED || d.phase === phaseIndex('complete'))) return { phase: RANK_PHASES[d.phase]!, verdict: d.verdict };
+      const left = blockUntil - performance.now();
+      if (left > 0) {
+        Atomics.wait(c, CTRL.DECISION_SEQ, seq, left);
+        continue;
+      }
+      const r = waitAsync(c, CTRL.DECISION_SEQ, seq);
+      if (r.async) await r.value;
+    }
   }
 
   async #step(tokens: readonly number[]): Promise<PartitionStep> {
@@ -472,46 +493,34 @@ export class PartitionedSession {
     Atomics.store(c, CTRL.CMD_POS, pos);
     Atomics.store(c, CTRL.CMD_COUNT, T);
     tokens.forEach((t, i) => Atomics.store(c, CTRL.TOKENS + i, t));
-    this.#committing = false;
+    Atomics.store(c, CTRL.VOTE_BASE, Atomics.load(c, CTRL.VOTES));
+    // The commit decision names epoch + skew (fault seam); whichever rank decides that round applies it.
+    Atomics.store(c, CTRL.DECISION_SKEW, this.faults.decisionEpochSkew);
+    this.faults.decisionEpochSkew = 0;
+    const stepSeq = Atomics.load(c, CTRL.DECISION_SEQ);
+    this.#stepSeq = stepSeq;
+    const t0 = performance.now();
     Atomics.add(c, CTRL.CMD_SEQ, 1);
     Atomics.notify(c, CTRL.CMD_SEQ);
     try {
-      for (const phase of RANK_PHASES) {
-        this.#inStep = phase;
-        const t0 = performance.now();
-        this.#votes += n;
-        await this.#collect(this.#votes);
-        this.#stats.phaseMicros[phase] += (performance.now() - t0) * 1000;
-        let failed: { rank: number; refused: boolean } | undefined;
-        for (let r = 0; r < n && failed === undefined; r++) {
-          const base = rankBase(this.maxBatch, r);
-          const status = Atomics.load(c, base + RANK_WORD.VOTE_OK);
-          const sameEpoch = Atomics.load(c, base + RANK_WORD.VOTE_EPOCH) === epoch;
-          const samePhase = Atomics.load(c, base + RANK_WORD.VOTE_PHASE) === phaseIndex(phase);
-          if (status !== VOTE.OK || !sameEpoch || !samePhase) failed = { rank: r, refused: status === VOTE.REFUSED || !sameEpoch };
-        }
-        if (failed !== undefined) {
-          this.#decide(phase, epoch, VERDICT.ABORT);
-          this.#outcome = { state: 'aborted', epoch, phase };
-          const ids = { rank: failed.rank, phase, epoch };
-          if (failed.refused) throw new TenonError('ESTALE', `rank ${failed.rank} named another epoch at ${phase}`, { op, reason: 'epoch-mismatch', ids });
-          throw new TenonError('EIO', `rank ${failed.rank} failed at ${phase}`, { op, reason: 'rank-failed', ids });
-        }
-        // The execute decision is the commit decision: it names the epoch every rank must commit.
-        const skew = phase === 'execute' ? this.faults.decisionEpochSkew : 0;
-        if (phase === 'execute') {
-          this.faults.decisionEpochSkew = 0;
-          this.#committing = true;
-        }
-        this.#decide(phase, epoch + skew, VERDICT.PROCEED);
+      const end = await this.#awaitEnd();
+      this.#stats.agreements += Atomics.load(c, CTRL.DECISION_SEQ) - stepSeq;
+      if (end.verdict !== VERDICT.PROCEED) {
+        // The aborted round's votes are the last any rank cast this step: name the first failing rank.
+        const failed = roundFailure(c, this.maxBatch, n, end.phase, epoch);
+        this.#outcome = { state: 'aborted', epoch, phase: end.phase };
+        const ids = { rank: failed?.rank ?? -1, phase: end.phase, epoch };
+        if (failed?.refused === true) throw new TenonError('ESTALE', `rank ${failed.rank} named another epoch at ${end.phase}`, { op, reason: 'epoch-mismatch', ids });
+        throw new TenonError('EIO', `rank ${ids.rank} failed at ${end.phase}`, { op, reason: 'rank-failed', ids });
       }
     } catch (err) {
       if (this.#fence !== undefined) {
-        this.#outcome = { state: this.#committing ? 'indeterminate' : 'aborted', epoch, ...(this.#fence.phase === undefined ? {} : { phase: this.#fence.phase }) };
+        this.#outcome = { state: this.#fence.committing ? 'indeterminate' : 'aborted', epoch, ...(this.#fence.phase === undefined ? {} : { phase: this.#fence.phase }) };
       }
       throw err;
     } finally {
-      this.#inStep = undefined;
+      this.#stepSeq = undefined;
+      this.#stats.stepMicros += (performance.now() - t0) * 1000;
     }
     // Publish: every rank agreed 'complete' for this epoch.
     this.#length = pos + T;
@@ -590,7 +599,7 @@ export class PartitionedSession {
     }
     const applied = await Promise.allSettled(ranks.map((r) => this.#request(r, { t: 'apply-restore', id, length, epoch })));
     if (applied.some((x) => x.status === 'rejected')) {
-      this.#fence = { rank: applied.findIndex((x) => x.status === 'rejected'), phase: undefined };
+      this.#fence = { rank: applied.findIndex((x) => x.status === 'rejected'), phase: undefined, committing: false };
       throw new TenonError('EIO', 'a prepared restore failed to apply: fenced', { op, reason: 'fenced' });
     }
     this.#length = length;
@@ -715,7 +724,7 @@ export class PartitionedSession {
       }
       const installed = await Promise.allSettled(ranks.map((r) => this.#request(r, { t: 'install-shard' })));
       if (installed.some((x) => x.status === 'rejected')) {
-        this.#fence = { rank: ranks[installed.findIndex((x) => x.status === 'rejected')]!, phase: undefined };
+        this.#fence = { rank: ranks[installed.findIndex((x) => x.status === 'rejected')]!, phase: undefined, committing: false };
         throw new TenonError('EIO', 'a validated shard failed to install: fenced', { op, reason: 'fenced' });
       }
       // Stateless ranks follow the loaded history's length and epoch too (they hold no rows).
@@ -734,7 +743,7 @@ export class PartitionedSession {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const h of this.#handles) h.terminate();
-    Atomics.notify(this.#ctrl, CTRL.VOTES);
+    Atomics.notify(this.#ctrl, CTRL.DECISION_SEQ);
     const err = new TenonError('EINVAL', 'the session was disposed', { op: OP, reason: 'disposed' });
     for (const [req, p] of this.#pending) {
       this.#pending.delete(req);

@@ -1,10 +1,15 @@
-// Wire shapes between the coordinator (coordinator.ts) and its rank workers (rank.ts). Type-only apart
-// from the control block's layout constants.
+// Wire shapes between the coordinator (coordinator.ts) and its rank workers (rank.ts), and the one rule that
+// turns a round of votes into a decision (roundFailure).
 //
 // Two channels. The hot path of a step never posts a message: the coordinator writes the step (epoch,
-// position, tokens) into the shared control block and bumps CMD_SEQ; every rank votes at each phase
-// boundary by writing its vote words and bumping VOTES; the coordinator decides and bumps DECISION_SEQ;
-// activations go over SAB rings (one per link of the communication manifest) and logits into the shared
+// position, tokens, the vote count it starts from) into the shared control block and bumps CMD_SEQ; every
+// rank votes at each phase boundary by writing its vote words and bumping VOTES. The rank whose vote
+// completes a round (the last of the round's votes to land) evaluates every rank's vote with roundFailure and
+// writes the decision (DECISION_* words, then DECISION_SEQ); every rank acts only on a decision naming its
+// phase and its epoch. The coordinator does not sit on the step's path: it waits for the step's final
+// decision (an abort, or 'complete' agreed), re-reads the same votes for its report, and publishes. So a
+// round costs one hand-off between ranks instead of a round trip through the coordinator's thread.
+// Activations go over SAB rings (one per link of the communication manifest) and logits into the shared
 // logits array. Everything else (construction, checkpoint, rollback, cache shards, inspection, fault
 // seams) is a request/reply message: control operations, not per-token work.
 // Every word of the control block is accessed with Atomics.
@@ -26,6 +31,10 @@ export const CTRL = {
   DECISION_VERDICT: 9,
   /** Set once the session is fenced (a rank was lost): every rank stops waiting and restores. */
   FENCE: 10,
+  /** VOTES when the step was issued: round r of the step is complete at VOTE_BASE + (r + 1) * ranks votes. */
+  VOTE_BASE: 11,
+  /** Fault seam (PartitionFaults.decisionEpochSkew): added to the epoch the commit (execute) decision names. */
+  DECISION_SKEW: 12,
   /** First token word; maxBatch of them follow, then the per-rank blocks. */
   TOKENS: 16,
 } as const;
@@ -117,11 +126,38 @@ export interface RankState {
   readonly checkpoints: readonly number[];
 }
 
+/** Why a round fails: the first rank (in rank order) whose vote is not OK for this phase and epoch. */
+export interface RoundFailure {
+  readonly rank: number;
+  /** The rank refused the previous decision or voted with another epoch (TS-txn-epoch-mismatch). */
+  readonly refused: boolean;
+}
+
+/**
+ * Evaluates a complete round of votes for `phase` of the step of `epoch`: undefined when every rank voted
+ * OK for this phase and this epoch (the round proceeds), else the first failing rank. Pure over the control
+ * block; the deciding rank and the coordinator apply it to the same words.
+ */
+export function roundFailure(c: Int32Array, maxBatch: number, ranks: number, phase: RankPhase, epoch: number): RoundFailure | undefined {
+  for (let r = 0; r < ranks; r++) {
+    const base = rankBase(maxBatch, r);
+    const status = Atomics.load(c, base + RANK_WORD.VOTE_OK);
+    const sameEpoch = Atomics.load(c, base + RANK_WORD.VOTE_EPOCH) === epoch;
+    const samePhase = Atomics.load(c, base + RANK_WORD.VOTE_PHASE) === phaseIndex(phase);
+    if (status !== VOTE.OK || !sameEpoch || !samePhase) return { rank: r, refused: status === VOTE.REFUSED || !sameEpoch };
+  }
+  return undefined;
+}
+
 /** Benchmark counters of one rank: activation exchanges and time inside them, time in forward passes (µs). */
 export interface RankCounters {
   readonly exchanges: number;
   readonly exchangeMicros: number;
   readonly forwardMicros: number;
+  /** Futex sleeps inside exchanges (the bounded spin ran out before the peer arrived). */
+  readonly exchangeSleeps: number;
+  /** Microseconds from casting its vote to seeing the decision, per phase (RANK_PHASES order). */
+  readonly decisionMicros: readonly number[];
   /** Dispatches that ran a WebAssembly kernel / a scalar twin. */
   readonly wasmDispatches: number;
   readonly scalarDispatches: number;

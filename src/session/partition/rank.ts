@@ -1,8 +1,10 @@
 // One rank of a partitioned session, as it runs inside its worker (workers/rank.worker.ts wires the port).
 // The rank owns its RankForward (weights share and KV rows), its committed length and epoch, its named
-// checkpoints and at most one pending cache shard or restore. It changes its state only on a decision of
-// the coordinator that names its own epoch (TS-txn-epoch-mismatch), and restores its step checkpoint on any
-// other outcome, including a fence (a lost peer). Steps run synchronously on this thread (Atomics.wait on
+// checkpoints and at most one pending cache shard or restore. It changes its state only on a decision that
+// names its own phase and epoch (TS-txn-epoch-mismatch), and restores its step checkpoint on any other
+// outcome, including a fence (a lost peer). The rank whose vote completes a round writes that round's
+// decision from every rank's votes (protocol.ts roundFailure); the others, and the decider itself, then
+// read it from the control block like any decision. Steps run synchronously on this thread (Atomics.wait on
 // the control block and the rings, in slices that recheck the fence, so no rank waits forever on a dead
 // peer); control requests are messages handled between steps.
 // Thread: the rank's worker.
@@ -12,16 +14,17 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase } from './protocol.js';
+import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase, roundFailure } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
 /**
- * How long a rank polls a ring word before it sleeps on it (µs). Inside a step's compute both ranks of a
- * two-core tensor partition are on their own core (the coordinator sleeps) and the peer is usually a few
- * µs behind: polling saves the futex sleep/wake round trip (tens to hundreds of µs on a VM) that would
- * otherwise cost every exchange. Bounded, so a slow or dead peer still leaves the core to others.
+ * How long a rank polls a ring word or the decision word before it sleeps on it (µs). Inside a step every
+ * rank of a two-core tensor partition is on its own core (the coordinator sleeps until the step's end) and
+ * the peer is usually a little behind: polling saves the futex sleep/wake round trip (tens to hundreds of µs
+ * on a VM whose idle virtual CPU halts) that would otherwise cost every exchange and every round. Bounded,
+ * so a slow or dead peer still leaves the core to others; never used between steps.
  */
 const SPIN_MICROS = 60;
 /** Polls between clock reads while spinning. */
@@ -75,6 +78,12 @@ export class Rank implements RankLinks {
   #exchanges = 0;
   #exchangeMicros = 0;
   #forwardMicros = 0;
+  /** Futex sleeps inside exchanges (the spin ran out before the peer arrived). */
+  #exchangeSleeps = 0;
+  /** Microseconds from casting a vote to seeing the decision, per phase. */
+  readonly #decisionMicros = RANK_PHASES.map(() => 0);
+  /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
+  #voteBase = 0;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -123,7 +132,10 @@ export class Rank implements RankLinks {
       }
       if (reader.eof) throw new TenonError('ECONNRESET', 'a peer closed its stream mid-step', { op: OP, reason: 'peer-lost' });
       if (this.#fenced()) throw new Fenced();
-      if (!spinUntilChanged(reader.header, RING_WORD.DATA_SEQ, seq)) Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
+      if (!spinUntilChanged(reader.header, RING_WORD.DATA_SEQ, seq)) {
+        this.#exchangeSleeps++;
+        Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
+      }
     }
   }
 
@@ -139,7 +151,10 @@ export class Rank implements RankLinks {
         continue;
       }
       if (this.#fenced()) throw new Fenced();
-      if (!spinUntilChanged(writer.header, RING_WORD.SPACE_SEQ, seq)) Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
+      if (!spinUntilChanged(writer.header, RING_WORD.SPACE_SEQ, seq)) {
+        this.#exchangeSleeps++;
+        Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
+      }
     }
   }
 
@@ -184,28 +199,51 @@ export class Rank implements RankLinks {
     Atomics.store(c, this.#base + RANK_WORD.VOTE_PHASE, phaseIndex(phase));
     Atomics.store(c, this.#base + RANK_WORD.VOTE_EPOCH, epoch + (this.#faults.voteEpochSkew ?? 0));
     Atomics.store(c, this.#base + RANK_WORD.VOTE_OK, status === 'refused' ? VOTE.REFUSED : status ? VOTE.OK : VOTE.FAILED);
-    Atomics.add(c, CTRL.VOTES, 1);
-    Atomics.notify(c, CTRL.VOTES);
+    const cast = Atomics.add(c, CTRL.VOTES, 1) + 1;
+    if (cast === this.#voteBase + (phaseIndex(phase) + 1) * this.#init.ranks) this.#decideRound(phase, epoch);
+  }
+
+  /**
+   * This rank's vote completed the round: decide it from every rank's vote (all are in) and publish the
+   * decision. The commit decision (execute) names the step's epoch plus the coordinator's fault-seam skew.
+   */
+  #decideRound(phase: RankPhase, epoch: number): void {
+    const c = this.#ctrl;
+    const failed = roundFailure(c, this.#init.maxBatch, this.#init.ranks, phase, epoch);
+    const skew = phase === 'execute' ? Atomics.load(c, CTRL.DECISION_SKEW) : 0;
+    Atomics.store(c, CTRL.DECISION_PHASE, phaseIndex(phase));
+    Atomics.store(c, CTRL.DECISION_EPOCH, epoch + skew);
+    Atomics.store(c, CTRL.DECISION_VERDICT, failed === undefined ? VERDICT.PROCEED : VERDICT.ABORT);
+    Atomics.add(c, CTRL.DECISION_SEQ, 1);
+    Atomics.notify(c, CTRL.DECISION_SEQ);
   }
 
   /** Waits for the next decision; 'proceed' only when it names this phase and this step's epoch. */
   #decision(phase: RankPhase, epoch: number): 'proceed' | 'abort' | 'refuse' {
+    const t0 = performance.now();
+    try {
+      return this.#awaitDecision(phase, epoch);
+    } finally {
+      this.#decisionMicros[phaseIndex(phase)]! += (performance.now() - t0) * 1000;
+    }
+  }
+
+  #awaitDecision(phase: RankPhase, epoch: number): 'proceed' | 'abort' | 'refuse' {
     const c = this.#ctrl;
     for (;;) {
       const seq = Atomics.load(c, CTRL.DECISION_SEQ);
       if (seq !== this.#seenDecision) {
         this.#seenDecision = seq;
         const verdict = Atomics.load(c, CTRL.DECISION_VERDICT);
-        if (verdict === VERDICT.FENCED) throw new Fenced();
+        if (verdict === VERDICT.FENCED || this.#fenced()) throw new Fenced();
         if (verdict !== VERDICT.PROCEED) return 'abort';
         // A decision for another phase or epoch is not this step's: refuse it (TS-txn-epoch-mismatch).
         if (Atomics.load(c, CTRL.DECISION_PHASE) !== phaseIndex(phase) || Atomics.load(c, CTRL.DECISION_EPOCH) !== epoch) return 'refuse';
         return 'proceed';
       }
       if (this.#fenced()) throw new Fenced();
-      // No spinning here: the coordinator needs a core to decide, and on two cores both ranks spinning
-      // would take them.
-      Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
+      // The decider is a peer rank that is running (its vote completes the round): poll briefly first.
+      if (!spinUntilChanged(c, CTRL.DECISION_SEQ, seq)) Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
     }
   }
 
@@ -251,6 +289,7 @@ export class Rank implements RankLinks {
     const epoch = Atomics.load(c, CTRL.CMD_EPOCH);
     const pos = Atomics.load(c, CTRL.CMD_POS);
     const count = Atomics.load(c, CTRL.CMD_COUNT);
+    this.#voteBase = Atomics.load(c, CTRL.VOTE_BASE);
     const tokens: number[] = [];
     for (let i = 0; i < count; i++) tokens.push(Atomics.load(c, CTRL.TOKENS + i));
     const cp = { length: this.#length, epoch: this.#epoch };
@@ -445,6 +484,8 @@ export class Rank implements RankLinks {
           exchanges: this.#exchanges,
           exchangeMicros: this.#exchangeMicros,
           forwardMicros: this.#forwardMicros,
+          exchangeSleeps: this.#exchangeSleeps,
+          decisionMicros: [...this.#decisionMicros],
           wasmDispatches: k.wasmDispatches,
           scalarDispatches: k.scalarDispatches,
           gpuSubmits: this.#forward instanceof DeviceRankForward ? this.#forward.gpuSubmits() : 0,
