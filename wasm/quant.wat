@@ -676,6 +676,101 @@
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
+  ;; ---- Fused Q6_K rows (the default kernel: f32 x, no groups form in scratch) ----
+
+  ;; x . w for one Q6_K row of $blocks super-blocks at $w: the 6-bit values unpacked in registers as
+  ;; $decode_q6_k unpacks them; group t of step (h, l) (elements 256b + 128h + l + 32t .. + 15) has scale
+  ;; d * scale byte 8h + l / 16 + 2t (GGML's product; the four of a step formed in one vector). Each group
+  ;; goes in as acc += (((q0 x0 + q1 x1) + q2 x2) + q3 x3) * scale, groups t = 0, 2 in acc0 and 1, 3 in
+  ;; acc1, in the order b, h, l, t; the result is the lane sum of acc0 + acc1.
+  (func $dot_q6_k (param $x i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
+    (local $b i32) (local $step i32) (local $h2 i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32)
+    (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $h v128) (local $p v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b))))
+        (local.set $step (i32.const 0))
+        (block $stepsDone
+          (loop $steps
+            (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
+            ;; step = 2h + l / 16.
+            (local.set $h2 (i32.shr_u (local.get $step) (i32.const 1)))
+            (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
+            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h2) (i32.const 6)) (local.get $l))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
+              (i32.add (i32.shl (local.get $h2) (i32.const 5)) (local.get $l))))
+            (local.set $q (v128.load64_zero (i32.add (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
+              (i32.add (i32.shl (local.get $h2) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4))))))
+            (local.set $fs (f32x4.mul (local.get $d)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8))))))
+            (local.set $qa (v128.load (local.get $ql)))
+            (local.set $qc (v128.load offset=32 (local.get $ql)))
+            (local.set $qhi (v128.load (local.get $qh)))
+            ;; x of element 256b + 128h + l + 32t at $xe + 128t.
+            (local.set $xe (i32.add (local.get $x)
+              (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h2) (i32.const 7))) (local.get $l)) (i32.const 2))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
+            (local.set $h (i16x8.extend_low_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load (local.get $xe))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=16 (local.get $xe)))))
+            (local.set $h (i16x8.extend_high_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=32 (local.get $xe)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=48 (local.get $xe)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
+            (local.set $h (i16x8.extend_low_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=128 (local.get $xe))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=144 (local.get $xe)))))
+            (local.set $h (i16x8.extend_high_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=160 (local.get $xe)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=176 (local.get $xe)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $h (i16x8.extend_low_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=256 (local.get $xe))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=272 (local.get $xe)))))
+            (local.set $h (i16x8.extend_high_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=288 (local.get $xe)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=304 (local.get $xe)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (local.get $p) (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
+            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $h (i16x8.extend_low_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=384 (local.get $xe))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=400 (local.get $xe)))))
+            (local.set $h (i16x8.extend_high_i8x16_s (local.get $q)))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=416 (local.get $xe)))))
+            (local.set $p (f32x4.add (local.get $p) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=432 (local.get $xe)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $p) (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
+            (local.set $step (i32.add (local.get $step) (i32.const 1)))
+            (br $steps)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (call $hsum (f32x4.add (local.get $acc0) (local.get $acc1))))
+
+  ;; out[i, j] = x_i . w_j for Q6_K rows ($dot_q6_k); no scratch.
+  (func $q6_k_rows (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
+    (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
+    (local $i i32) (local $j i32) (local $row i32) (local $kBytes i32) (local $nBytes i32)
+    (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
+    (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
+    (block $rowsDone
+      (loop $rows
+        (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+        (local.set $i (i32.const 0))
+        (block $xDone
+          (loop $xRows
+            (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+              (call $dot_q6_k (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+                (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br $xRows)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $rows))))
+
   ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
   ;; As GGML's vec_dot for Q8_0, Q4_0, Q4_K and Q6_K weights does, x is first quantized once per call to blocks of 32
   ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
@@ -1086,6 +1181,11 @@
     (local.set $ss (i32.add (local.get $scratch) (local.get $k)))
     (local.set $sm (i32.add (local.get $ss) (local.get $gBytes)))
     (local.set $xs (i32.add (local.get $sm) (local.get $gBytes)))
+    (if (i32.eq (local.get $kind) (i32.const 6))
+      (then
+        (call $q6_k_rows (local.get $x) (local.get $w) (local.get $out) (local.get $m) (local.get $n) (local.get $k)
+          (local.get $rowBytes) (local.get $p0) (local.get $p1) (local.get $p2))
+        (return)))
     (if (i32.eq (local.get $kind) (i32.const 5))
       (then
         (call $q4_k_rows (local.get $x) (local.get $w) (local.get $out) (local.get $m) (local.get $n) (local.get $k)
