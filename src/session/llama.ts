@@ -31,10 +31,11 @@
 //   argmax (and the embedding) per step. On WebGPU the same list saves dispatches and passes over memory
 //   with kernels of the same per-invocation shape (no workgroup reductions): O and down with F32 weights
 //   add into the residual in their epilogue (matmul_nt_add: no xb2 round trip, no add), and a one-row
-//   (decode) step writes Q, K and V side by side into one qkv row, then rotates Q and K and writes the
-//   KV cache in one fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up
-//   computes gate, up and SiLU·mul in one matmul_nt_glu: 10 dispatches per F32 dense layer + 4 (54 per
-//   token for stories260K's 5 layers, 89 before), 14 with quantized weights;
+//   (decode) step writes Q, K and V side by side into one qkv row (F32 weights in one part each: the
+//   attention norm folded in, one matmul_nt_norm_qkv), then rotates Q and K and writes the KV cache in one
+//   fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up computes gate,
+//   up and SiLU·mul in one matmul_nt_glu: 7 dispatches per F32 dense layer + 4 (39 per token for
+//   stories260K's 5 layers, 89 before), 14 with quantized weights;
 // - 'fused' (opt-in, `kernels: 'fused'`; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
 //   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
 //   fused_attention (one pass over the cache; for a decode step whose cache is longer than
@@ -113,6 +114,7 @@ import {
   matmulNT,
   matmulNTAdd,
   matmulNTGlu,
+  matmulNTNormQkv,
   maxSplits,
   moeCombine,
   moeRoute,
@@ -229,6 +231,8 @@ const DEFAULT_MAX_BATCH = 64;
 export const DEFAULT_MAX_SEQ = 4096;
 const F32_BYTES = 4;
 const U32_BYTES = 4;
+/** Columns per invocation of matmul_nt_norm_qkv: Q and K/V widths must be multiples of it. */
+const QKV_TILE = 8;
 /** An id no part holds: qgather and gather give a zero row for it. */
 const NO_ROW = 0xffff_ffff;
 
@@ -1664,18 +1668,24 @@ export class LlamaForward {
         observe(l);
         return;
       }
-      add(rmsnorm, [x, vec('attnNorm', L.attnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
+      const attnNorm = vec('attnNorm', L.attnNorm, dim);
       if (oneRow) {
-        // Q, K and V side by side in one qkv row, then RoPE of Q and K and the KV-cache write in one pass.
+        // Q, K and V side by side in one qkv row (with F32 weights in one part each, the norm folded in:
+        // one matmul_nt_norm_qkv), then RoPE of Q and K and the KV-cache write in one pass.
         const qkvAlloc = act('qkv');
         const width = qDim + 2 * kvDim;
         const qkv = rows('qkv', [T, width]);
         const qv = view(qkvAlloc, 'f32', [1, qDim], 0);
         const kv = view(qkvAlloc, 'f32', [1, kvDim], qDim);
         const vv = view(qkvAlloc, 'f32', [1, kvDim], qDim + kvDim);
-        linear(xb, L.q, qv, qkvAlloc, 0, T);
-        linear(xb, L.k, kv, qkvAlloc, qDim, T);
-        linear(xb, L.v, vv, qkvAlloc, qDim + kvDim, T);
+        if ([L.q, L.k, L.v].every((w) => w.kind === 'F32' && w.parts.length === 1) && qDim % QKV_TILE === 0 && kvDim % QKV_TILE === 0) {
+          add(matmulNTNormQkv, [x, attnNorm, partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), qkv], { m: T, k: dim, qRows: qDim, kvRows: kvDim, eps: plan.eps });
+        } else {
+          add(rmsnorm, [x, attnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
+          linear(xb, L.q, qv, qkvAlloc, 0, T);
+          linear(xb, L.k, kv, qkvAlloc, qDim, T);
+          linear(xb, L.v, vv, qkvAlloc, qDim + kvDim, T);
+        }
         if (L.bias !== undefined) {
           add(biasAdd, [qv, vec('qBias', L.bias.q, qDim)], { rows: T, cols: qDim });
           add(biasAdd, [kv, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
@@ -1683,6 +1693,7 @@ export class LlamaForward {
         }
         add(fusedRopeKv, [qkv, q, kc, vc], (s: StepValues) => ({ count: T, ...ropeKvOf(s) }));
       } else {
+        add(rmsnorm, [x, attnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
         linear(xb, L.q, q, act('q'), 0, T);
         linear(xb, L.k, k, act('k'), 0, T);
         linear(xb, L.v, v, act('v'), 0, T);

@@ -14,6 +14,7 @@ import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT, matmulNTAdd } from './matmul-nt.js';
 import { matmulNTGlu } from './matmul-nt-glu.js';
+import { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
 import { moeCombine } from './moe-combine.js';
 import { moeRoute } from './moe-route.js';
 import { mul } from './mul.js';
@@ -58,6 +59,8 @@ export type { MatmulNTParams } from './matmul-nt.js';
 export { matmulNTAdd } from './matmul-nt.js';
 export { matmulNTGlu } from './matmul-nt-glu.js';
 export type { MatmulNTGluParams } from './matmul-nt-glu.js';
+export { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
+export type { MatmulNTNormQkvParams } from './matmul-nt-norm-qkv.js';
 export type { MoeCombineParams } from './moe-combine.js';
 export { routeOrder } from './moe-route.js';
 export type { MoeRouteArrays, MoeRouteParams } from './moe-route.js';
@@ -134,6 +137,7 @@ export const OPS = {
   matmul_nt: matmulNT,
   matmul_nt_add: matmulNTAdd,
   matmul_nt_glu: matmulNTGlu,
+  matmul_nt_norm_qkv: matmulNTNormQkv,
   matmul_tn_grad: matmulTNGrad,
   moe_combine: moeCombine,
   moe_route: moeRoute,
