@@ -28,6 +28,8 @@ const ROUNDS = 3;
 const MAX_SEQ = PROMPT_TOKENS + DECODE_STEPS * ROUNDS + 8;
 const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 6, vocabSize: 32000, ropeTheta: 10000, ropeStyle: 'normal' as const, rmsEps: Math.fround(1e-5), contextLength: 256 };
 const SEED = 15;
+/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS): never poll, and the earlier 60 µs. */
+const SPIN_VARIANTS = [0, 60];
 
 interface Side {
   readonly name: string;
@@ -64,10 +66,14 @@ function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches
 async function measure(model: string, weights: DenseWeights): Promise<{ rows: Row[]; speedup: number; sameIds: boolean }> {
   const one: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: weights.config.layers }] };
   const two = evenTensorPartition(weights.config, 2);
-  const make = (partition: ArchitecturePartition) => PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner() });
+  const make = (partition: ArchitecturePartition, spinMicros?: number) =>
+    PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner(), ...(spinMicros === undefined ? {} : { spinMicros }) });
+  // The two-rank side with the default spin bound comes first after one rank (the headline ratio); the
+  // others vary only how long ranks poll before sleeping, in the same interleaved rounds.
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, session: await make(two), micros: 0, steps: 0, ids: [] },
+    ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
   ];
   try {
     const prompt = Array.from({ length: PROMPT_TOKENS }, (_, i) => (i * 37 + 1) % weights.config.vocabSize);
@@ -110,7 +116,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
         })),
       });
     }
-    return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides[0]!.ids.join() === sides[1]!.ids.join() };
+    return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides.every((s) => s.ids.join() === sides[0]!.ids.join()) };
   } finally {
     for (const s of sides) s.session.dispose();
   }
@@ -132,7 +138,10 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   for (const r of results.flatMap((x) => x.rows)) {
     r.perRank.forEach((p, i) => console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}rank ${i}${fmt(p.computeMs, 2).padStart(8)}${fmt(p.exchangeMicros).padStart(9)}${fmt(p.sleeps).padStart(7)}${p.decisionMicros.map((m) => fmt(m).padStart(8)).join('')}`));
   }
-  for (const r of results) console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
+  for (const r of results) {
+    console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
+    for (const v of r.rows.slice(2)) console.log(`  ${v.side}: ${(v.tokensPerSecond / r.rows[0]!.tokensPerSecond).toFixed(2)}x`);
+  }
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageBefore: loadBefore, loadAverage: os.loadavg(), node: process.version };
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   console.log(`machine: ${machine.cpus} cores (${machine.cpuModel}), load average ${load(loadBefore)} before, ${load(machine.loadAverage)} after (1/5/15 min; other processes share the cores)`);

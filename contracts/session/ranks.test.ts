@@ -101,6 +101,9 @@ describe.skipIf(!present)('partitions and manifests', () => {
     await expectCodeAsync(() => PartitionedSession.create(weights!, evenTensorPartition(m(), 2), { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, devices: ['webgpu', 'host'] }), 'ENOTSUP', 'device-rank-tensor');
     await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, devices: ['host'] }), 'EINVAL', 'bad-devices');
     await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: 1 << 20, maxBatch: MAX_BATCH, identity: 'x', spawn: counting }), 'EINVAL', 'bad-size');
+    for (const spinMicros of [-1, Number.NaN, 1e9]) {
+      await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, spinMicros }), 'EINVAL', 'bad-option');
+    }
     expect(spawned).toBe(0);
   });
 

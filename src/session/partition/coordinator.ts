@@ -31,7 +31,7 @@ import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
-import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, controlWords, phaseIndex, rankBase, roundFailure } from './protocol.js';
+import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, RANK_PHASES, RANK_WORD, VERDICT, controlWords, phaseIndex, rankBase, roundFailure } from './protocol.js';
 import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
@@ -59,6 +59,11 @@ export interface PartitionedSessionOptions {
   readonly hostKernels?: HostKernelChoice;
   /** Where each rank computes (default: every rank on the host). WebGPU ranks take pipeline partitions only. */
   readonly devices?: readonly RankDevice[];
+  /**
+   * How long a rank polls for its peer (ring data, a decision, the next step) before it sleeps on the word
+   * (µs, 0..10000; default 400). Polling trades a core's idle time for the sleep/wake latency; 0 never polls.
+   */
+  readonly spinMicros?: number;
   /** Refused on partitioned sessions (TS-dist-capture-local). */
   readonly observe?: unknown;
 }
@@ -218,6 +223,10 @@ export class PartitionedSession {
     if (devices.length !== n || !devices.every((d) => d === 'host' || d === 'webgpu')) {
       throw new TenonError('EINVAL', 'devices must name host or webgpu for every rank', { op: OP, reason: 'bad-devices' });
     }
+    const spinMicros = options.spinMicros ?? DEFAULT_SPIN_MICROS;
+    if (typeof spinMicros !== 'number' || !Number.isFinite(spinMicros) || spinMicros < 0 || spinMicros > MAX_SPIN_MICROS) {
+      throw new TenonError('EINVAL', `spinMicros must be 0..${MAX_SPIN_MICROS}`, { op: OP, reason: 'bad-option' });
+    }
     if (partition.kind !== 'pipeline' && devices.includes('webgpu')) {
       throw new TenonError('ENOTSUP', 'WebGPU ranks take pipeline partitions only', { op: OP, reason: 'device-rank-tensor' });
     }
@@ -253,6 +262,7 @@ export class PartitionedSession {
             topology: checked.topology,
             kernels: options.hostKernels ?? 'auto',
             device: devices[r]!,
+            spinMicros,
           };
           const transfer = [w.embedding, w.outputNorm, w.classifier, ...w.layers.flatMap((L) => Object.values(L) as Float32Array[])]
             .map((a) => a.buffer as ArrayBuffer)

@@ -111,7 +111,20 @@ export interface RankInit {
   readonly kernels: HostKernelChoice;
   /** Where the rank computes: the host (RankForward) or a WebGPU provider of its own (DeviceRankForward). */
   readonly device: RankDevice;
+  /** How long the rank polls a ring, decision or command word before it sleeps on it (µs; 0: never polls). */
+  readonly spinMicros: number;
 }
+
+/**
+ * Default bound of a rank's polling before it sleeps (µs). Inside a step every rank of a two-core tensor
+ * partition is on its own core (the coordinator sleeps until the step's end) and the peer is usually a
+ * little behind: polling saves the futex sleep and wake (tens to hundreds of µs on a VM whose idle virtual
+ * CPU halts) that would otherwise cost every exchange and every round. Bounded, so a slow or dead peer
+ * still leaves the core to others; after a step a rank polls for the next one within the same bound.
+ */
+export const DEFAULT_SPIN_MICROS = 400;
+/** Largest accepted spin bound (µs): past this a rank should sleep. */
+export const MAX_SPIN_MICROS = 10_000;
 
 export type RankDevice = 'host' | 'webgpu';
 

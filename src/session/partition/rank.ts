@@ -19,15 +19,7 @@ import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankRe
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
-/**
- * How long a rank polls a ring word or the decision word before it sleeps on it (µs). Inside a step every
- * rank of a two-core tensor partition is on its own core (the coordinator sleeps until the step's end) and
- * the peer is usually a little behind: polling saves the futex sleep/wake round trip (tens to hundreds of µs
- * on a VM whose idle virtual CPU halts) that would otherwise cost every exchange and every round. Bounded,
- * so a slow or dead peer still leaves the core to others; never used between steps.
- */
-const SPIN_MICROS = 60;
-/** Polls between clock reads while spinning. */
+/** Polls between clock reads while spinning (RankInit.spinMicros bounds the spin). */
 const SPIN_CHECK_EVERY = 64;
 /**
  * After a step, how long a rank blocks on the command word for the next step (ms) before it goes back to
@@ -35,12 +27,44 @@ const SPIN_CHECK_EVERY = 64;
  */
 const NEXT_STEP_WAIT_MS = 4;
 
-/** Polls `a[i]` for up to SPIN_MICROS; true once it no longer holds `v`. */
-function spinUntilChanged(a: Int32Array, i: number, v: number): boolean {
-  const until = performance.now() + SPIN_MICROS / 1000;
-  for (let n = 1; ; n++) {
-    if (Atomics.load(a, i) !== v) return true;
-    if (n % SPIN_CHECK_EVERY === 0 && performance.now() > until) return false;
+/** Smallest adaptive spin (µs): what a failing spin shrinks to, and the step it grows back from. */
+const SPIN_FLOOR_MICROS = 8;
+
+/**
+ * Bounded, adaptive polling before a futex sleep (the way adaptive mutexes spin). The bound starts at the
+ * session's spinMicros; a wait that ends within that bound (the peer arrived while we polled, or soon after
+ * we slept) doubles the bound back towards it, a wait that outlasts it halves the bound towards
+ * SPIN_FLOOR_MICROS. So on idle cores a rank polls through the peer's small lead, and on a loaded machine,
+ * where the peer is waiting for a core rather than computing, a rank stops holding a core it cannot use.
+ */
+class Spinner {
+  readonly #max: number;
+  #bound: number;
+  #t0 = 0;
+  constructor(maxMicros: number) {
+    this.#max = maxMicros;
+    this.#bound = maxMicros;
+  }
+
+  /** Polls `a[i]` within the current bound; true once it no longer holds `v` (then the wait is over). */
+  spin(a: Int32Array, i: number, v: number): boolean {
+    this.#t0 = performance.now();
+    if (this.#max <= 0) return Atomics.load(a, i) !== v;
+    const until = this.#t0 + this.#bound / 1000;
+    for (let n = 1; ; n++) {
+      if (Atomics.load(a, i) !== v) {
+        this.#bound = Math.min(this.#max, this.#bound * 2);
+        return true;
+      }
+      if (n % SPIN_CHECK_EVERY === 0 && performance.now() > until) return false;
+    }
+  }
+
+  /** After a sleep that followed a failed spin: adapts the bound (`timedOut`: the slice ended, the word did not move). */
+  slept(timedOut: boolean): void {
+    if (this.#max <= 0) return;
+    const waited = timedOut ? Infinity : (performance.now() - this.#t0) * 1000;
+    this.#bound = waited <= this.#max ? Math.min(this.#max, this.#bound * 2) : Math.max(SPIN_FLOOR_MICROS, this.#bound / 2);
   }
 }
 const F32_BYTES = 4;
@@ -84,6 +108,7 @@ export class Rank implements RankLinks {
   readonly #decisionMicros = RANK_PHASES.map(() => 0);
   /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
   #voteBase = 0;
+  readonly #spinner: Spinner;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -107,6 +132,12 @@ export class Rank implements RankLinks {
     for (const { to, ring } of init.outgoing) this.#writers.set(to, new RingWriter(ring, init.incarnation, 0));
     for (const { from, ring } of init.incoming) this.#readers.set(from, new RingReader(ring, init.incarnation, 0));
     this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
+    this.#spinner = new Spinner(init.spinMicros);
+  }
+
+  /** One fence-checked futex slice on `a[i]` after a failed spin; adapts the spin once the word moved. */
+  #sleep(a: Int32Array, i: number, v: number): void {
+    this.#spinner.slept(Atomics.wait(a, i, v, WAIT_SLICE_MS) === 'timed-out');
   }
 
   get stateful(): boolean {
@@ -132,9 +163,9 @@ export class Rank implements RankLinks {
       }
       if (reader.eof) throw new TenonError('ECONNRESET', 'a peer closed its stream mid-step', { op: OP, reason: 'peer-lost' });
       if (this.#fenced()) throw new Fenced();
-      if (!spinUntilChanged(reader.header, RING_WORD.DATA_SEQ, seq)) {
+      if (!this.#spinner.spin(reader.header, RING_WORD.DATA_SEQ, seq)) {
         this.#exchangeSleeps++;
-        Atomics.wait(reader.header, RING_WORD.DATA_SEQ, seq, WAIT_SLICE_MS);
+        this.#sleep(reader.header, RING_WORD.DATA_SEQ, seq);
       }
     }
   }
@@ -151,9 +182,9 @@ export class Rank implements RankLinks {
         continue;
       }
       if (this.#fenced()) throw new Fenced();
-      if (!spinUntilChanged(writer.header, RING_WORD.SPACE_SEQ, seq)) {
+      if (!this.#spinner.spin(writer.header, RING_WORD.SPACE_SEQ, seq)) {
         this.#exchangeSleeps++;
-        Atomics.wait(writer.header, RING_WORD.SPACE_SEQ, seq, WAIT_SLICE_MS);
+        this.#sleep(writer.header, RING_WORD.SPACE_SEQ, seq);
       }
     }
   }
@@ -243,7 +274,7 @@ export class Rank implements RankLinks {
       }
       if (this.#fenced()) throw new Fenced();
       // The decider is a peer rank that is running (its vote completes the round): poll briefly first.
-      if (!spinUntilChanged(c, CTRL.DECISION_SEQ, seq)) Atomics.wait(c, CTRL.DECISION_SEQ, seq, WAIT_SLICE_MS);
+      if (!this.#spinner.spin(c, CTRL.DECISION_SEQ, seq)) this.#sleep(c, CTRL.DECISION_SEQ, seq);
     }
   }
 
@@ -344,10 +375,11 @@ export class Rank implements RankLinks {
       }
       if (this.#fenced()) return;
       if (stepped) {
-        // Right after a step the next one usually follows at once: block briefly for it (the fence and
-        // every new command notify this word), then serve messages from the event loop again.
+        // Right after a step the next one usually follows at once: poll for it within the spin bound, then
+        // block briefly (the fence and every new command notify this word), then serve messages from the
+        // event loop again.
         stepped = false;
-        Atomics.wait(c, CTRL.CMD_SEQ, seq, NEXT_STEP_WAIT_MS);
+        if (!this.#spinner.spin(c, CTRL.CMD_SEQ, seq)) Atomics.wait(c, CTRL.CMD_SEQ, seq, NEXT_STEP_WAIT_MS);
         continue;
       }
       const r = waitAsync(c, CTRL.CMD_SEQ, seq);
