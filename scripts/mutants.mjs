@@ -28,10 +28,10 @@
 //   stale             the `find` text is missing or not unique (the list went stale)
 // Only `killed` passes; anything else makes the run exit 1. Before any mutant, a control run per lane
 // checks that the suites pass unmutated (otherwise a failure would mean nothing). Isolation is checked,
-// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, the tests that killed the
-// mutants run since the last check (the failed named tests of each kill) run again on the restored tree
-// and must all pass: they are the tests that saw the mutated code, so a restore their modules missed
-// fails them again. A failure there is a leak (a mutant's effect outlived its restore), reported on the
+// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, one test that killed each
+// mutant run since the last check (of its failed named tests, the quickest in the control run) runs again
+// on the restored tree and must pass: it saw the mutated code, so a restore its modules missed fails it
+// again. A failure there is a leak (a mutant's effect outlived its restore), reported on the
 // summary line and failing the run. A mutant that was not killed fails the run anyway. The
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
@@ -258,7 +258,11 @@ async function runLane(lane, inLane) {
     sinceCheck = [];
     if (client.child === undefined) await restart();
     const t0 = Date.now();
-    const targets = checked.flatMap(({ m, caught }) => caught.map((t) => ({ ...t, id: m.id })));
+    const cost = (t) => controlTests.find((c) => c.file === t.file && c.name === t.name)?.duration ?? Infinity;
+    const targets = checked.flatMap(({ m, caught }) => {
+      const quickest = caught.reduce((best, t) => (best === undefined || cost(t) < cost(best) ? t : best), undefined);
+      return quickest === undefined ? [] : [{ ...quickest, id: m.id }];
+    });
     if (targets.length === 0) return;
     const byFile = new Map();
     for (const t of targets) byFile.set(t.file, [...(byFile.get(t.file) ?? []), t.title]);
@@ -273,7 +277,7 @@ async function runLane(lane, inLane) {
           return status === 'passed' ? [] : [`${t.id}: ${t.file} > ${t.name} ${status}`];
         });
     if (bad.length === 0) {
-      say(`leak-check ${lane}: the ${targets.length} test(s) that killed ${checked.length} mutant(s) pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
+      say(`leak-check ${lane}: ${targets.length} test(s) that killed ${checked.length} mutant(s) pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
       return;
     }
     failures.push({ lane, after: `${count} mutant(s)`, mutants: checked.map(({ m }) => m.id), detail: bad });

@@ -44,6 +44,7 @@ export function testsOf(report, root) {
       name: a.fullName,
       title: a.title,
       status: a.status,
+      duration: a.duration,
       ids: new Set([a.title, ...(a.ancestorTitles ?? [])].flatMap(titleIds)),
     })),
   );

@@ -131,6 +131,7 @@ function fileReport(file) {
       fullName: t.name ? [...ancestorTitles, t.name].join(' ') : ancestorTitles.join(' '),
       status: STATUS[t.result?.state || t.mode] || 'skipped',
       title: t.name,
+      duration: t.result?.duration,
     };
   });
   const failed = file.result?.state === 'fail' || assertionResults.some((a) => a.status === 'failed');
