@@ -44,13 +44,32 @@ function ropeTableBytes(p: RopeParams): number {
   return 2 * p.count * p.headDim * F32_BYTES;
 }
 
+/** Rope frequencies without per-pair factors, by head size and theta: derived once each, not per dispatch. */
+const plainFrequencies = new Map<string, Float32Array>();
+
+/**
+ * ropeTable(p): its values depend only on headDim, theta and the factors, never on the position. Without
+ * factors (every model but Llama 3's rope_freqs) it is derived once per head size and theta; factors,
+ * which a caller could change between dispatches, are applied afresh each time.
+ */
+function frequencies(p: RopeParams): Float32Array {
+  if (p.freqFactors !== undefined) return ropeTable(p);
+  const key = `${p.headDim}:${p.theta}`;
+  let freq = plainFrequencies.get(key);
+  if (freq === undefined) {
+    freq = ropeTable(p);
+    plainFrequencies.set(key, freq);
+  }
+  return freq;
+}
+
 /**
  * Writes rope's per-row tables at `table` (see wasm/f32.wat `rope`): the angles are the reference's
  * (f32 pos * f32 frequency), their cosine and sine computed once per row and pair in f64 and stored as
  * f32, laid out for the pairing.
  */
 function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
-  const freq = ropeTable(p);
+  const freq = frequencies(p);
   const half = p.headDim / 2;
   const neox = p.style === 'neox';
   const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
