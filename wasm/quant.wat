@@ -18,8 +18,10 @@
 ;;      integers become f32 in registers, never in memory.
 ;; One decoded row serves all M rows of x, and the arithmetic of out[i, j] does not depend on M or on
 ;; which other rows share the call (so a weight split across bindings sums exactly as the unsplit one).
-;; F16 and BF16 rows are dotted straight from the packed halves ($dot_halves). `dequant_row` expands the
-;; groups form to floats (the tests compare it bit for bit with decodePackedRow).
+;; F16 and BF16 rows are dotted straight from the packed halves ($dot_halves); Q8_0, Q4_0, Q4_K and Q6_K
+;; rows are unpacked in registers and dotted where they lie ($fused_rows, $q4_k_rows, $q6_k_rows), which
+;; costs less than writing and rereading the groups form; Q4_1, Q5_0 and Q5_1 take the two phases.
+;; `dequant_row` expands the groups form to floats (the tests compare it bit for bit with decodePackedRow).
 ;;
 ;; Accumulation is f32 in four lanes, as in wasm/f32.wat; lane sums are combined at the end by $hsum.
 (module
@@ -1144,8 +1146,9 @@
         (br $rows))))
 
   ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
-  ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows).
-  ;; The other block kinds: each row of W is decoded once into the groups form
+  ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows),
+  ;; as are Q4_K ($q4_k_rows: scratch of 64 bytes, then K / 2 bytes of x's sub-block sums per row of x)
+  ;; and Q6_K ($q6_k_rows). The other block kinds: each row of W is decoded once into the groups form
   ;; in $scratch (K bytes of quants, then K / 16 scales, K / 16 mins, then M * K / 16 sums of x's groups:
   ;; 3K / 2 + M K / 4 bytes) and dotted with every row of x.
   (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
