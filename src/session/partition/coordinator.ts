@@ -354,7 +354,7 @@ export class PartitionedSession {
     this.#fence = { rank, phase: inStep ? this.#pendingPhase() : undefined, committing: inStep && this.#commitDecided() };
     Atomics.store(c, CTRL.DECISION_VERDICT, VERDICT.FENCED);
     Atomics.add(c, CTRL.DECISION_SEQ, 1);
-    for (const w of [CTRL.DECISION_SEQ, CTRL.CMD_SEQ, CTRL.VOTES]) Atomics.notify(c, w);
+    for (const w of [CTRL.DECISION_SEQ, CTRL.CMD_SEQ, CTRL.STEP_END]) Atomics.notify(c, w);
     for (const ring of this.#rings) {
       if (ring.from === rank) settleEndpoint(ring.sab, 'writer', ENDPOINT.LOST);
       if (ring.to === rank) settleEndpoint(ring.sab, 'reader', ENDPOINT.LOST);
@@ -465,22 +465,22 @@ export class PartitionedSession {
     return d !== undefined && d.verdict === VERDICT.PROCEED && d.phase >= phaseIndex('execute');
   }
 
-  /** Waits for the current step's final decision: an abort, or the 'complete' round decided. */
+  /** Waits for the current step's final decision (an abort, or the 'complete' round decided), sleeping on STEP_END. */
   async #awaitEnd(): Promise<{ phase: RankPhase; verdict: number }> {
     const c = this.#ctrl;
     const blockUntil = canBlock ? performance.now() + BLOCKING_STEP_MS : 0;
     for (;;) {
       if (this.#fence !== undefined) throw this.#lossError('partition.step');
       if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
-      const seq = Atomics.load(c, CTRL.DECISION_SEQ);
+      const seq = Atomics.load(c, CTRL.STEP_END);
       const d = this.#lastDecision();
       if (d !== undefined && (d.verdict !== VERDICT.PROCEED || d.phase === phaseIndex('complete'))) return { phase: RANK_PHASES[d.phase]!, verdict: d.verdict };
       const left = blockUntil - performance.now();
       if (left > 0) {
-        Atomics.wait(c, CTRL.DECISION_SEQ, seq, left);
+        Atomics.wait(c, CTRL.STEP_END, seq, left);
         continue;
       }
-      const r = waitAsync(c, CTRL.DECISION_SEQ, seq);
+      const r = waitAsync(c, CTRL.STEP_END, seq);
       if (r.async) await r.value;
     }
   }
@@ -753,7 +753,7 @@ export class PartitionedSession {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const h of this.#handles) h.terminate();
-    Atomics.notify(this.#ctrl, CTRL.DECISION_SEQ);
+    Atomics.notify(this.#ctrl, CTRL.STEP_END);
     const err = new TenonError('EINVAL', 'the session was disposed', { op: OP, reason: 'disposed' });
     for (const [req, p] of this.#pending) {
       this.#pending.delete(req);

@@ -35,6 +35,11 @@ export const CTRL = {
   VOTE_BASE: 11,
   /** Fault seam (PartitionFaults.decisionEpochSkew): added to the epoch the commit (execute) decision names. */
   DECISION_SKEW: 12,
+  /**
+   * Bumped (and notified) with a step's final decision only (an abort, or 'complete' decided): the word the
+   * coordinator sleeps on, so the decisions in between wake only ranks and never take a core from them.
+   */
+  STEP_END: 13,
   /** First token word; maxBatch of them follow, then the per-rank blocks. */
   TOKENS: 16,
 } as const;

@@ -247,6 +247,10 @@ export class Rank implements RankLinks {
     Atomics.store(c, CTRL.DECISION_VERDICT, failed === undefined ? VERDICT.PROCEED : VERDICT.ABORT);
     Atomics.add(c, CTRL.DECISION_SEQ, 1);
     Atomics.notify(c, CTRL.DECISION_SEQ);
+    if (failed !== undefined || phase === 'complete') {
+      Atomics.add(c, CTRL.STEP_END, 1);
+      Atomics.notify(c, CTRL.STEP_END);
+    }
   }
 
   /** Waits for the next decision; 'proceed' only when it names this phase and this step's epoch. */
