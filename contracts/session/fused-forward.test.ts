@@ -6,8 +6,8 @@
 //     steps, fused within 2e-4·(1 + |logit|) of unfused with the same argmax everywhere, and stories260K's
 //     greedy continuation equal to llama2.c's published ids through the fused list;
 // (2) TS-fused-dispatches: a decode step is 5 dispatches per layer + 3 (embedding, classifier with the final
-//     norm folded in, argmax) fused; unfused 17 per layer + 4 on the host, and on WebGPU 7 per F32 layer + 4
-//     (matmul_nt_norm_qkv + fused_rope_kv, O and down adding into the residual, matmul_nt_glu); a cache longer than attentionSplit adds
+//     norm folded in, argmax) fused; unfused 17 per layer + 4 on the host, and on WebGPU 6 per F32 layer + 4
+//     (matmul_nt_norm_qkv + fused_rope_kv, O and down adding into the residual, matmul_nt_norm_glu); a cache longer than attentionSplit adds
 //     one dispatch per layer (the combine), and then split attention gives the unsplit logits within
 //     2e-4·(1 + |logit|) at every decode position;
 // (3) TS-fused-split: with every Q, K, V, O and FFN matrix split by rows under a 6 KiB binding limit, the
@@ -48,8 +48,8 @@ const KNOWN_CONTINUATION = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
 const FUSED_PER_LAYER = 5;
 const FUSED_PER_STEP = 3;
 const UNFUSED_PER_LAYER = 17;
-/** The unfused list on WebGPU, F32 weights: norm+Q/K/V, fused_rope_kv, attention, O (+x), rmsnorm, glu, down (+x). */
-const UNFUSED_WEBGPU_F32_PER_LAYER = 7;
+/** The unfused list on WebGPU, F32 weights: norm+Q/K/V, fused_rope_kv, attention, O (+x), norm+gate/up/SiLU, down (+x). */
+const UNFUSED_WEBGPU_F32_PER_LAYER = 6;
 const UNFUSED_PER_STEP = 4;
 
 function expectNear(got: Float32Array, want: Float32Array, label: string): void {

@@ -33,9 +33,9 @@
 //   add into the residual in their epilogue (matmul_nt_add: no xb2 round trip, no add), and a one-row
 //   (decode) step writes Q, K and V side by side into one qkv row (F32 weights in one part each: the
 //   attention norm folded in, one matmul_nt_norm_qkv), then rotates Q and K and writes the KV cache in one
-//   fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up computes gate,
-//   up and SiLU·mul in one matmul_nt_glu: 7 dispatches per F32 dense layer + 4 (39 per token for
-//   stories260K's 5 layers, 89 before), 14 with quantized weights;
+//   fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up computes the
+//   FFN norm, gate, up and SiLU·mul in one matmul_nt_norm_glu: 6 dispatches per F32 dense layer + 4 (34
+//   per token for stories260K's 5 layers, 89 before), 14 with quantized weights;
 // - 'fused' (opt-in, `kernels: 'fused'`; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
 //   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
 //   fused_attention (one pass over the cache; for a decode step whose cache is longer than
@@ -113,7 +113,7 @@ import {
   kvWrite,
   matmulNT,
   matmulNTAdd,
-  matmulNTGlu,
+  matmulNTNormGlu,
   matmulNTNormQkv,
   maxSplits,
   moeCombine,
@@ -1627,7 +1627,7 @@ export class LlamaForward {
 
     // The unfused list on WebGPU (see the module comment): residual adds in the O and down matmuls'
     // epilogue (F32 weights), and for a one-row step Q/K/V into one qkv row + fused_rope_kv, gate/up/SiLU
-    // in one matmul_nt_glu (F32).
+    // in one matmul_nt_norm_glu (F32).
     const gpuEpilogues = !fused && this.runtime.provider.kind === 'webgpu';
     const oneRow = gpuEpilogues && T === 1;
     const ropeKvOf = (s: StepValues) => ({
@@ -1709,24 +1709,28 @@ export class LlamaForward {
       }
       add(attention, [q, kc, vc, att], (s: StepValues) => ({ count: T, heads, kvHeads, headDim, maxSeq: this.maxSeq, pos0: pos(s) }));
       residualLinear(att, L.o);
-      add(rmsnorm, [x, vec('ffnNorm', L.ffnNorm, dim), xb], { rows: T, cols: dim, eps: plan.eps });
+      const ffnNorm = vec('ffnNorm', L.ffnNorm, dim);
       const f = L.ffn;
+      if (f.kind === 'dense' && oneRow && f.gate.kind === 'F32' && f.up.kind === 'F32' && sameParts(f.gate, f.up)) {
+        // The FFN norm, gate, up and SiLU·mul in one pass over both weights (one dispatch per part, into its columns).
+        const hb3 = rows('hb3', [T, c.ffnDim]);
+        f.gate.parts.forEach((part, p) => {
+          const out = f.gate.parts.length === 1 ? hb3 : view(act('hb3'), 'f32', [1, part.rows], part.firstRow);
+          add(matmulNTNormGlu, [x, ffnNorm, partName(f.gate, p), partName(f.up, p), out], { m: T, n: part.rows, k: dim, eps: plan.eps });
+        });
+        residualLinear(hb3, f.down);
+        observe(l);
+        return;
+      }
+      add(rmsnorm, [x, ffnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
       if (f.kind === 'dense') {
         const ffn = c.ffnDim;
         const hb3 = rows('hb3', [T, ffn]);
-        if (oneRow && f.gate.kind === 'F32' && f.up.kind === 'F32' && sameParts(f.gate, f.up)) {
-          // gate, up and SiLU·mul in one pass over both weights (one dispatch per part, into its columns).
-          f.gate.parts.forEach((part, p) => {
-            const out = f.gate.parts.length === 1 ? hb3 : view(act('hb3'), 'f32', [1, part.rows], part.firstRow);
-            add(matmulNTGlu, [xb, partName(f.gate, p), partName(f.up, p), out], { m: T, n: part.rows, k: dim });
-          });
-        } else {
-          const hb = rows('hb', [T, ffn]);
-          const hb2 = rows('hb2', [T, ffn]);
-          linear(xb, f.gate, hb, act('hb'), 0, T);
-          linear(xb, f.up, hb2, act('hb2'), 0, T);
-          add(siluMul, [hb, hb2, hb3], { n: T * ffn });
-        }
+        const hb = rows('hb', [T, ffn]);
+        const hb2 = rows('hb2', [T, ffn]);
+        linear(xb, f.gate, hb, act('hb'), 0, T);
+        linear(xb, f.up, hb2, act('hb2'), 0, T);
+        add(siluMul, [hb, hb2, hb3], { n: T * ffn });
         residualLinear(hb3, f.down);
       } else if (phase === 'attn') {
         routedPhase(f, 'attn');

@@ -13,7 +13,7 @@ import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT, matmulNTAdd } from './matmul-nt.js';
-import { matmulNTGlu } from './matmul-nt-glu.js';
+import { matmulNTNormGlu } from './matmul-nt-norm-glu.js';
 import { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
 import { moeCombine } from './moe-combine.js';
 import { moeRoute } from './moe-route.js';
@@ -57,8 +57,8 @@ export type { MatmulParams } from './matmul.js';
 export type { MatmulBatchedParams } from './matmul-batched.js';
 export type { MatmulNTParams } from './matmul-nt.js';
 export { matmulNTAdd } from './matmul-nt.js';
-export { matmulNTGlu } from './matmul-nt-glu.js';
-export type { MatmulNTGluParams } from './matmul-nt-glu.js';
+export { matmulNTNormGlu } from './matmul-nt-norm-glu.js';
+export type { MatmulNTNormGluParams } from './matmul-nt-norm-glu.js';
 export { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
 export type { MatmulNTNormQkvParams } from './matmul-nt-norm-qkv.js';
 export type { MoeCombineParams } from './moe-combine.js';
@@ -136,7 +136,7 @@ export const OPS = {
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
   matmul_nt_add: matmulNTAdd,
-  matmul_nt_glu: matmulNTGlu,
+  matmul_nt_norm_glu: matmulNTNormGlu,
   matmul_nt_norm_qkv: matmulNTNormQkv,
   matmul_tn_grad: matmulTNGrad,
   moe_combine: moeCombine,
