@@ -108,7 +108,10 @@ export class Rank implements RankLinks {
   readonly #decisionMicros = RANK_PHASES.map(() => 0);
   /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
   #voteBase = 0;
+  /** Polling for peers inside a step (rings, decisions). */
   readonly #spinner: Spinner;
+  /** Polling for the coordinator's next step: adapts on its own, as the coordinator needs a core to issue it. */
+  readonly #nextStep: Spinner;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -133,6 +136,7 @@ export class Rank implements RankLinks {
     for (const { from, ring } of init.incoming) this.#readers.set(from, new RingReader(ring, init.incarnation, 0));
     this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
     this.#spinner = new Spinner(init.spinMicros);
+    this.#nextStep = new Spinner(init.spinMicros);
   }
 
   /** One fence-checked futex slice on `a[i]` after a failed spin; adapts the spin once the word moved. */
@@ -383,7 +387,7 @@ export class Rank implements RankLinks {
         // block briefly (the fence and every new command notify this word), then serve messages from the
         // event loop again.
         stepped = false;
-        if (!this.#spinner.spin(c, CTRL.CMD_SEQ, seq)) Atomics.wait(c, CTRL.CMD_SEQ, seq, NEXT_STEP_WAIT_MS);
+        if (!this.#nextStep.spin(c, CTRL.CMD_SEQ, seq)) this.#nextStep.slept(Atomics.wait(c, CTRL.CMD_SEQ, seq, NEXT_STEP_WAIT_MS) === 'timed-out');
         continue;
       }
       const r = waitAsync(c, CTRL.CMD_SEQ, seq);
