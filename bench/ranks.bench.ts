@@ -11,7 +11,9 @@
 // cost: agreements per token and microseconds per agreement (the checkpoint and complete rounds carry no
 // compute: rank-side wait from casting its vote to seeing the decision) and per activation exchange (rank-side
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
-// compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows. Sides run in
+// compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
+// hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
+// Two-rank sides with other spin bounds (spinMicros 0 and 400) run next to the default one (60). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Output: a printed table and bench/results/ranks.json (machine, cores, load average).
 import { execSync } from 'node:child_process';
@@ -28,8 +30,8 @@ const ROUNDS = 3;
 const MAX_SEQ = PROMPT_TOKENS + DECODE_STEPS * ROUNDS + 8;
 const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 6, vocabSize: 32000, ropeTheta: 10000, ropeStyle: 'normal' as const, rmsEps: Math.fround(1e-5), contextLength: 256 };
 const SEED = 15;
-/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS): never poll, and the earlier 60 µs. */
-const SPIN_VARIANTS = [0, 60];
+/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 60): never poll, and a long poll. */
+const SPIN_VARIANTS = [0, 400];
 
 interface Side {
   readonly name: string;
@@ -47,6 +49,12 @@ interface Row {
   readonly tokensPerSecond: number;
   readonly msPerToken: number;
   readonly forwardMsPerToken: number;
+  /**
+   * Coordinator-side ms per step from issuing it to seeing its final decision, minus the ranks' mean time in
+   * their forward passes (exchanges included): the hand-offs (waking the ranks, the rounds, waking the
+   * coordinator) that no compute overlaps.
+   */
+  readonly handoffMsPerToken: number;
   readonly agreementMicros: number;
   readonly agreementsPerToken: number;
   readonly exchangesPerToken: number;
@@ -103,6 +111,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
         tokensPerSecond: s.steps / (s.micros / 1e6),
         msPerToken: s.micros / s.steps / 1000,
         forwardMsPerToken: (forwardMicros - exchangeMicros) / steps / 1000,
+        handoffMsPerToken: (stats.stepMicros - forwardMicros) / steps / 1000,
         agreementMicros,
         agreementsPerToken: stats.agreements / steps,
         exchangesPerToken: exchanges / steps,
@@ -130,9 +139,9 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   const tiny = await readGgufFixture('tiny-llama-f32.gguf');
   if (tiny !== undefined) results.push({ model: 'tiny-llama-f32', ...(await measure('tiny-llama-f32', await readDenseWeights(await loadModel(tiny)))) });
   const fmt = (n: number, d = 1) => n.toFixed(d);
-  console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  agr/tok  µs/agreement  exch/tok  µs/exchange');
+  console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  agr/tok  µs/agreement  exch/tok  µs/exchange  hand-off ms/tok');
   for (const r of results.flatMap((x) => x.rows)) {
-    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementsPerToken).padStart(9)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}`);
+    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(r.tokensPerSecond).padStart(7)}${fmt(r.msPerToken, 2).padStart(10)}${fmt(r.forwardMsPerToken, 2).padStart(16)}${fmt(r.agreementsPerToken).padStart(9)}${fmt(r.agreementMicros).padStart(14)}${fmt(r.exchangesPerToken).padStart(10)}${fmt(r.exchangeMicros).padStart(13)}${fmt(r.handoffMsPerToken, 2).padStart(17)}`);
   }
   console.log('\nper rank, per token: compute ms, µs inside exchanges, futex sleeps in exchanges, µs from vote to decision (checkpoint / execute / complete)');
   for (const r of results.flatMap((x) => x.rows)) {

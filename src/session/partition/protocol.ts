@@ -126,8 +126,10 @@ export interface RankInit {
  * little behind: polling saves the futex sleep and wake (tens to hundreds of µs on a VM whose idle virtual
  * CPU halts) that would otherwise cost every exchange and every round. Bounded, so a slow or dead peer
  * still leaves the core to others; after a step a rank polls for the next one within the same bound.
+ * Measured on a loaded two-core machine (load average 6-9), bench:ranks ran best with 0 or 60 and worst
+ * with 400; a quiet machine may favour a longer bound (the bench runs 0 and 400 next to this default).
  */
-export const DEFAULT_SPIN_MICROS = 400;
+export const DEFAULT_SPIN_MICROS = 60;
 /** Largest accepted spin bound (µs): past this a rank should sleep. */
 export const MAX_SPIN_MICROS = 10_000;
 

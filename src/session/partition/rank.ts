@@ -29,13 +29,15 @@ const NEXT_STEP_WAIT_MS = 4;
 
 /** Smallest adaptive spin (µs): what a failing spin shrinks to, and the step it grows back from. */
 const SPIN_FLOOR_MICROS = 8;
+/** A sleep that ended within this multiple of the spin bound was a near miss: the bound grows. */
+const NEAR_MISS = 2;
 
 /**
  * Bounded, adaptive polling before a futex sleep (the way adaptive mutexes spin). The bound starts at the
- * session's spinMicros; a wait that ends within that bound (the peer arrived while we polled, or soon after
- * we slept) doubles the bound back towards it, a wait that outlasts it halves the bound towards
- * SPIN_FLOOR_MICROS. So on idle cores a rank polls through the peer's small lead, and on a loaded machine,
- * where the peer is waiting for a core rather than computing, a rank stops holding a core it cannot use.
+ * session's spinMicros; a wait the poll caught, or a near miss (the sleep ended within twice the bound),
+ * doubles the bound back towards spinMicros; a longer wait halves it towards SPIN_FLOOR_MICROS. So on idle
+ * cores a rank polls through the peer's small lead, and on a loaded machine, where the peer is waiting for
+ * a core rather than computing, a rank stops holding a core it cannot use.
  */
 class Spinner {
   readonly #max: number;
@@ -64,7 +66,7 @@ class Spinner {
   slept(timedOut: boolean): void {
     if (this.#max <= 0) return;
     const waited = timedOut ? Infinity : (performance.now() - this.#t0) * 1000;
-    this.#bound = waited <= this.#max ? Math.min(this.#max, this.#bound * 2) : Math.max(SPIN_FLOOR_MICROS, this.#bound / 2);
+    this.#bound = waited <= NEAR_MISS * this.#bound ? Math.min(this.#max, this.#bound * 2) : Math.max(SPIN_FLOOR_MICROS, this.#bound / 2);
   }
 }
 const F32_BYTES = 4;
