@@ -34,8 +34,9 @@
 //   (decode) step writes Q, K and V side by side into one qkv row (F32 weights in one part each: the
 //   attention norm folded in, one matmul_nt_norm_qkv), then rotates Q and K and writes the KV cache in one
 //   fused_rope_kv pass (its biases, if any, added to the row first), and with F32 gate/up computes the
-//   FFN norm, gate, up and SiLU·mul in one matmul_nt_norm_glu: 6 dispatches per F32 dense layer + 4 (34
-//   per token for stories260K's 5 layers, 89 before), 14 with quantized weights;
+//   FFN norm, gate, up and SiLU·mul in one matmul_nt_norm_glu, and with an F32 classifier folds the final
+//   norm into it (matmul_nt_norm): 6 dispatches per F32 dense layer + 3 (33 per token for stories260K's 5
+//   layers, 89 before), 14 per layer with quantized weights (+ 4 with a quantized classifier);
 // - 'fused' (opt-in, `kernels: 'fused'`; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
 //   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
 //   fused_attention (one pass over the cache; for a decode step whose cache is longer than
@@ -113,6 +114,7 @@ import {
   kvWrite,
   matmulNT,
   matmulNTAdd,
+  matmulNTNorm,
   matmulNTNormGlu,
   matmulNTNormQkv,
   maxSplits,
@@ -1746,19 +1748,27 @@ export class LlamaForward {
       this.#graphs.set(key, entry);
       return entry;
     }
-    // The final norm: its own dispatch (unfused), or folded into the classifier (fused).
+    // The final norm: its own dispatch (unfused), or folded into the classifier (fused; and unfused on
+    // WebGPU for a one-row step with an F32 classifier: matmul_nt_norm, one dispatch per part into its columns).
     const outputNorm = declare('outputNorm', this.#outputNorm, 'f32', [dim]);
-    if (!fused) add(rmsnorm, [x, outputNorm, xb], { rows: T, cols: dim, eps: plan.eps });
+    const normClassifier = oneRow && this.#classifier.kind === 'F32';
+    const normInKernel = fused || normClassifier;
+    if (!normInKernel) add(rmsnorm, [x, outputNorm, xb], { rows: T, cols: dim, eps: plan.eps });
     const outRows = allRows ? T : 1;
-    const normed = fused ? x : xb;
-    const last = allRows ? normed : declare('lastRow', group.alias(act(fused ? 'x' : 'xb'), 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * F32_BYTES }), 'f32', [1, dim]);
+    const normed = normInKernel ? x : xb;
+    const last = allRows ? normed : declare('lastRow', group.alias(act(normInKernel ? 'x' : 'xb'), 'f32', { shape: [1, dim], byteOffset: (T - 1) * dim * F32_BYTES }), 'f32', [1, dim]);
     const logitsAlloc = allRows ? this.#rowLogits.allocation : this.#logits.allocation;
     const logitsSlot = allRows ? group.alias(logitsAlloc, 'f32', { shape: [T, vocab] }) : this.#logits.slot;
     const nextSlot = allRows ? group.alias(this.#rowNext.allocation, 'u32', { shape: [T] }) : this.#next;
     const logits = declare('logits', logitsSlot, 'f32', [outRows, vocab]);
     const next = declare('next', nextSlot, 'u32', [outRows]);
     if (fused) normLinear(last, outputNorm, this.#classifier, logits, vocab, 0, outRows);
-    else linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
+    else if (normClassifier) {
+      this.#classifier.parts.forEach((part, p) => {
+        const out = this.#classifier.parts.length === 1 ? logits : view(logitsAlloc, 'f32', [1, part.rows], part.firstRow);
+        add(matmulNTNorm, [last, outputNorm, partName(this.#classifier, p), out], { m: 1, n: part.rows, k: dim, eps: plan.eps });
+      });
+    } else linear(last, this.#classifier, logits, logitsAlloc, 0, outRows);
     // The step's choice: argmax (or the sample op) writes the chosen u32 id of each row into `next`, which
     // a chained decode step reads as its ids (source 'device'). A draw's counter is the position its token
     // takes (pos + T), so the host twin drawing from the same logits at that position agrees.

@@ -13,6 +13,7 @@ import { kvWrite } from './kv-write.js';
 import { matmul } from './matmul.js';
 import { matmulBatched } from './matmul-batched.js';
 import { matmulNT, matmulNTAdd } from './matmul-nt.js';
+import { matmulNTNorm } from './matmul-nt-norm.js';
 import { matmulNTNormGlu } from './matmul-nt-norm-glu.js';
 import { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
 import { moeCombine } from './moe-combine.js';
@@ -57,6 +58,8 @@ export type { MatmulParams } from './matmul.js';
 export type { MatmulBatchedParams } from './matmul-batched.js';
 export type { MatmulNTParams } from './matmul-nt.js';
 export { matmulNTAdd } from './matmul-nt.js';
+export { matmulNTNorm } from './matmul-nt-norm.js';
+export type { MatmulNTNormParams } from './matmul-nt-norm.js';
 export { matmulNTNormGlu } from './matmul-nt-norm-glu.js';
 export type { MatmulNTNormGluParams } from './matmul-nt-norm-glu.js';
 export { matmulNTNormQkv } from './matmul-nt-norm-qkv.js';
@@ -136,6 +139,7 @@ export const OPS = {
   matmul_batched: matmulBatched,
   matmul_nt: matmulNT,
   matmul_nt_add: matmulNTAdd,
+  matmul_nt_norm: matmulNTNorm,
   matmul_nt_norm_glu: matmulNTNormGlu,
   matmul_nt_norm_qkv: matmulNTNormQkv,
   matmul_tn_grad: matmulTNGrad,
