@@ -1,24 +1,22 @@
 // matmul_nt_norm_glu: out = silu(a x gate^T) * (a x up^T) with a = rmsnorm(x) · norm: the FFN norm, the
 // gate and up projections of llama's SwiGLU MLP and their product in one dispatch
-// (shaders/matmul_nt_norm_glu.wgsl): x [M, K], norm [K], gate and up [N, K] (llama2.c's [out_features,
+// (shaders/matmul_nt_norm_glu.wesl, its input side shared in ./norm-input.ts): x [M, K], norm [K], gate and up [N, K] (llama2.c's [out_features,
 // in_features]), out [M, N], row-major f32. The host twin computes what rmsnorm, matmul_nt twice and
 // silu_mul compute: the normed row rounded to f32 as rmsnorm's twin rounds it, each product summed in
 // f64 and rounded to f32, then silu_mul's expression.
-import shader from '../../../shaders/matmul_nt_norm_glu.wgsl?raw';
-import { F32, checkDispatch, checkFloat, checkOperands, checkShape, checkSize, packParams } from './common.js';
+import variants from '../../../shaders/matmul_nt_norm_glu.wesl?wesl';
+import { F32, checkDispatch, checkOperands, checkShape, checkSize, packParams } from './common.js';
+import { weslVariant } from './fused-variants.js';
+import { NORM_INPUT_BINDINGS, checkNormInput, normedRow, type NormInputParams } from './norm-input.js';
 import { TILE_N } from './tiling.js';
 import type { OpBinding, OpDef } from './types.js';
 
-export interface MatmulNTNormGluParams {
-  readonly m: number;
+export interface MatmulNTNormGluParams extends NormInputParams {
   readonly n: number;
-  readonly k: number;
-  readonly eps: number;
 }
 
 const BINDINGS: readonly OpBinding[] = [
-  { name: 'x', access: 'read', dtypes: F32 },
-  { name: 'norm', access: 'read', dtypes: F32 },
+  ...NORM_INPUT_BINDINGS,
   { name: 'gate', access: 'read', dtypes: F32 },
   { name: 'up', access: 'read', dtypes: F32 },
   { name: 'out', access: 'read_write', dtypes: F32 },
@@ -30,18 +28,14 @@ const OP = 'matmul_nt_norm_glu';
 
 export const matmulNTNormGlu: OpDef<MatmulNTNormGluParams, readonly [x: Float32Array, norm: Float32Array, gate: Float32Array, up: Float32Array, out: Float32Array]> = {
   name: OP,
-  shader,
+  shader: weslVariant(variants, [], OP),
   entryPoint: 'main',
   bindings: BINDINGS,
   paramsBytes: 48,
   check(operands, p) {
     checkOperands(OP, BINDINGS, operands);
-    checkSize(OP, 'm', p.m);
+    checkNormInput(OP, operands, p);
     checkSize(OP, 'n', p.n);
-    checkSize(OP, 'k', p.k);
-    checkFloat(OP, 'eps', p.eps, true);
-    checkShape(OP, 'x', operands[0]!, [p.m, p.k]);
-    checkShape(OP, 'norm', operands[1]!, [p.k]);
     checkShape(OP, 'gate', operands[2]!, [p.n, p.k]);
     checkShape(OP, 'up', operands[3]!, [p.n, p.k]);
     checkShape(OP, 'out', operands[4]!, [p.m, p.n]);
@@ -57,13 +51,9 @@ export const matmulNTNormGlu: OpDef<MatmulNTNormGluParams, readonly [x: Float32A
   },
   host(p, [x, norm, gate, up, out]) {
     const { m, n, k } = p;
-    const eps = Math.fround(p.eps);
     const a = new Float32Array(k);
     for (let i = 0; i < m; i++) {
-      let ss = 0;
-      for (let c = 0; c < k; c++) ss += x[i * k + c]! * x[i * k + c]!;
-      const inv = 1 / Math.sqrt(ss / k + eps);
-      for (let c = 0; c < k; c++) a[c] = norm[c]! * (inv * x[i * k + c]!);
+      normedRow(p, x, norm, i, a);
       for (let j = 0; j < n; j++) {
         const wRow = j * k;
         let g = 0;

@@ -1,27 +1,24 @@
 // matmul_nt_norm_qkv: RMSNorm of x folded into the Q, K and V projections, written side by side into one
-// qkv row per row of x (shaders/matmul_nt_norm_qkv.wgsl): x [M, K], norm [K], wq [Q, K], wk and wv [KV, K]
+// qkv row per row of x (shaders/matmul_nt_norm_qkv.wesl, its input side shared in ./norm-input.ts): x [M, K], norm [K], wq [Q, K], wk and wv [KV, K]
 // (llama2.c's [out_features, in_features]), qkv [M, Q + 2 KV], row-major f32; Q and KV multiples of 8.
 // The host twin computes what rmsnorm then matmul_nt into each matrix's columns compute: the normed row
 // rounded to f32 as rmsnorm's twin rounds it, each product summed in f64 and rounded once.
-import shader from '../../../shaders/matmul_nt_norm_qkv.wgsl?raw';
-import { F32, checkDispatch, checkFloat, checkOperands, checkShape, checkSize, packParams, rejectParam } from './common.js';
+import variants from '../../../shaders/matmul_nt_norm_qkv.wesl?wesl';
+import { F32, checkDispatch, checkOperands, checkShape, checkSize, packParams, rejectParam } from './common.js';
+import { weslVariant } from './fused-variants.js';
+import { NORM_INPUT_BINDINGS, checkNormInput, normedRow, type NormInputParams } from './norm-input.js';
 import { TILE_N } from './tiling.js';
 import type { OpBinding, OpDef } from './types.js';
 
-export interface MatmulNTNormQkvParams {
-  readonly m: number;
-  /** K: the row length of x and of every matrix. */
-  readonly k: number;
+export interface MatmulNTNormQkvParams extends NormInputParams {
   /** Rows of wq (Q's columns in qkv), a multiple of 8. */
   readonly qRows: number;
   /** Rows of wk and of wv, a multiple of 8. */
   readonly kvRows: number;
-  readonly eps: number;
 }
 
 const BINDINGS: readonly OpBinding[] = [
-  { name: 'x', access: 'read', dtypes: F32 },
-  { name: 'norm', access: 'read', dtypes: F32 },
+  ...NORM_INPUT_BINDINGS,
   { name: 'wq', access: 'read', dtypes: F32 },
   { name: 'wk', access: 'read', dtypes: F32 },
   { name: 'wv', access: 'read', dtypes: F32 },
@@ -34,20 +31,16 @@ const OP = 'matmul_nt_norm_qkv';
 
 export const matmulNTNormQkv: OpDef<MatmulNTNormQkvParams, readonly [x: Float32Array, norm: Float32Array, wq: Float32Array, wk: Float32Array, wv: Float32Array, qkv: Float32Array]> = {
   name: OP,
-  shader,
+  shader: weslVariant(variants, [], OP),
   entryPoint: 'main',
   bindings: BINDINGS,
   paramsBytes: 48,
   check(operands, p) {
     checkOperands(OP, BINDINGS, operands);
-    checkSize(OP, 'm', p.m);
-    checkSize(OP, 'k', p.k);
+    checkNormInput(OP, operands, p);
     checkSize(OP, 'qRows', p.qRows);
     checkSize(OP, 'kvRows', p.kvRows);
-    checkFloat(OP, 'eps', p.eps, true);
     if (p.qRows % TILE_N !== 0 || p.kvRows % TILE_N !== 0) rejectParam(OP, 'qRows', `qRows and kvRows must be multiples of ${TILE_N}`);
-    checkShape(OP, 'x', operands[0]!, [p.m, p.k]);
-    checkShape(OP, 'norm', operands[1]!, [p.k]);
     checkShape(OP, 'wq', operands[2]!, [p.qRows, p.k]);
     checkShape(OP, 'wk', operands[3]!, [p.kvRows, p.k]);
     checkShape(OP, 'wv', operands[4]!, [p.kvRows, p.k]);
@@ -71,15 +64,10 @@ export const matmulNTNormQkv: OpDef<MatmulNTNormQkvParams, readonly [x: Float32A
   },
   host(p, [x, norm, wq, wk, wv, qkv]) {
     const { m, k, qRows, kvRows } = p;
-    const eps = Math.fround(p.eps);
     const width = qRows + 2 * kvRows;
     const xn = new Float32Array(k);
     for (let i = 0; i < m; i++) {
-      const at = i * k;
-      let ss = 0;
-      for (let c = 0; c < k; c++) ss += x[at + c]! * x[at + c]!;
-      const inv = 1 / Math.sqrt(ss / k + eps);
-      for (let c = 0; c < k; c++) xn[c] = norm[c]! * (inv * x[at + c]!);
+      normedRow(p, x, norm, i, xn);
       const project = (w: Float32Array, rows: number, col: number): void => {
         for (let j = 0; j < rows; j++) {
           let s = 0;

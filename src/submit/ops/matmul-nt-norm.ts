@@ -1,23 +1,21 @@
 // matmul_nt_norm: out = a x w^T with a = rmsnorm(x) · norm: a final norm folded into the classifier of a
-// decode step, in one dispatch (shaders/matmul_nt_norm.wgsl): x [M, K], norm [K], w [N, K] (llama2.c's
+// decode step, in one dispatch (shaders/matmul_nt_norm.wesl, its input side shared in ./norm-input.ts): x [M, K], norm [K], w [N, K] (llama2.c's
 // [out_features, in_features]), out [M, N], row-major f32. The host twin computes what rmsnorm then
 // matmul_nt compute: the normed row rounded to f32 as rmsnorm's twin rounds it, each product summed in
 // f64 and rounded once.
-import shader from '../../../shaders/matmul_nt_norm.wgsl?raw';
-import { F32, checkDispatch, checkFloat, checkOperands, checkShape, checkSize, packParams } from './common.js';
+import variants from '../../../shaders/matmul_nt_norm.wesl?wesl';
+import { F32, checkDispatch, checkOperands, checkShape, checkSize, packParams } from './common.js';
+import { weslVariant } from './fused-variants.js';
+import { NORM_INPUT_BINDINGS, checkNormInput, normedRow, type NormInputParams } from './norm-input.js';
 import { TILE_N } from './tiling.js';
 import type { OpBinding, OpDef } from './types.js';
 
-export interface MatmulNTNormParams {
-  readonly m: number;
+export interface MatmulNTNormParams extends NormInputParams {
   readonly n: number;
-  readonly k: number;
-  readonly eps: number;
 }
 
 const BINDINGS: readonly OpBinding[] = [
-  { name: 'x', access: 'read', dtypes: F32 },
-  { name: 'norm', access: 'read', dtypes: F32 },
+  ...NORM_INPUT_BINDINGS,
   { name: 'w', access: 'read', dtypes: F32 },
   { name: 'out', access: 'read_write', dtypes: F32 },
 ];
@@ -28,18 +26,14 @@ const OP = 'matmul_nt_norm';
 
 export const matmulNTNorm: OpDef<MatmulNTNormParams, readonly [x: Float32Array, norm: Float32Array, w: Float32Array, out: Float32Array]> = {
   name: OP,
-  shader,
+  shader: weslVariant(variants, [], OP),
   entryPoint: 'main',
   bindings: BINDINGS,
   paramsBytes: 32,
   check(operands, p) {
     checkOperands(OP, BINDINGS, operands);
-    checkSize(OP, 'm', p.m);
+    checkNormInput(OP, operands, p);
     checkSize(OP, 'n', p.n);
-    checkSize(OP, 'k', p.k);
-    checkFloat(OP, 'eps', p.eps, true);
-    checkShape(OP, 'x', operands[0]!, [p.m, p.k]);
-    checkShape(OP, 'norm', operands[1]!, [p.k]);
     checkShape(OP, 'w', operands[2]!, [p.n, p.k]);
     checkShape(OP, 'out', operands[3]!, [p.m, p.n]);
   },
@@ -54,13 +48,9 @@ export const matmulNTNorm: OpDef<MatmulNTNormParams, readonly [x: Float32Array, 
   },
   host(p, [x, norm, w, out]) {
     const { m, n, k } = p;
-    const eps = Math.fround(p.eps);
     const a = new Float32Array(k);
     for (let i = 0; i < m; i++) {
-      let ss = 0;
-      for (let c = 0; c < k; c++) ss += x[i * k + c]! * x[i * k + c]!;
-      const inv = 1 / Math.sqrt(ss / k + eps);
-      for (let c = 0; c < k; c++) a[c] = norm[c]! * (inv * x[i * k + c]!);
+      normedRow(p, x, norm, i, a);
       for (let j = 0; j < n; j++) {
         let s = 0;
         for (let kk = 0; kk < k; kk++) s += a[kk]! * w[j * k + kk]!;
