@@ -4,6 +4,7 @@
 export { Runtime, ExecutionHandle, ChainHandle, createRuntime } from './runtime.js';
 export type { LossOptions, LossPoint, RuntimeFaults, RuntimeOptions, RuntimeStats, ScopedOutcome, ScopedOutput, SubmitOptions } from './runtime.js';
 export type { HostKernelChoice, HostKernelCount, HostKernelKind, HostKernelStats } from './wasm/executor.js';
+export type { WasmKernelSet } from './wasm/kernels.js';
 export { hostKernelFaults, wasmKernelsAvailable } from './wasm/kernels.js';
 export { Bundle, SubmitRejected } from './outcome.js';
 export type { ChainOutcome, Outcome, Readback, UnprovenDiagnostics } from './outcome.js';
