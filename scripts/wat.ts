@@ -2,11 +2,16 @@
 // build and test time with wabt (the WebAssembly Binary Toolkit's own assembler, compiled to JS and
 // installed from npm): no prebuilt binary is ever committed, and no compiler outside npm is needed.
 //
-// `import modules from '../wasm/x.wat?wasm'` gives `{ plain, shared }`: two binaries of the same source,
-// one importing an ordinary memory and one importing a shared memory (a module's memory import must say
-// which, and the host provider has both kinds). The source declares its memory import exactly once as
-// MEMORY_IMPORT below; the shared binary is assembled with that one declaration widened to a shared
-// memory of SHARED_MAX_PAGES. The bytes are inlined as base64, so the library bundles, the Node CLI, the
+// `import modules from '../wasm/x.wat?wasm'` gives `{ plain, shared, relaxed: { plain, shared } }`: binaries
+// of the same source, one importing an ordinary memory and one importing a shared memory (a module's memory
+// import must say which, and the host provider has both kinds). The source declares its memory import
+// exactly once as MEMORY_IMPORT below; the shared binary is assembled with that one declaration widened to
+// a shared memory of SHARED_MAX_PAGES.
+// `relaxed` holds the same two built from the source rewritten by `relaxWat` for engines with relaxed
+// SIMD: every multiply-accumulate written `(f32x4.add (local.get $acc) (f32x4.mul B C))` becomes
+// `(f32x4.relaxed_madd B C (local.get $acc))`, which an engine may fuse (one rounding) or not. Text
+// between a RELAXED_OFF line and the next RELAXED_ON line is left as written (kernels whose results
+// must stay bit-identical to their scalar twin). One readable source, two instruction sets. The bytes are inlined as base64, so the library bundles, the Node CLI, the
 // workers and both test lanes get them without fetching a file. Assembly errors fail the build (or the
 // importing test) with wabt's message, which names the line and column.
 import { readFile } from 'node:fs/promises';
@@ -20,11 +25,21 @@ const SHARED_MAX_PAGES = 65536;
 const SHARED_IMPORT = `(import "env" "memory" (memory 1 ${SHARED_MAX_PAGES} shared))`;
 /** Proposals the kernels use: 128-bit SIMD, and threads for the shared memory import. */
 const FEATURES = { simd: true, threads: true } as const;
+/** The relaxed build adds the relaxed SIMD proposal. */
+const RELAXED_FEATURES = { simd: true, threads: true, relaxed_simd: true } as const;
+/** A line containing this marker starts text that `relaxWat` leaves unchanged ... */
+export const RELAXED_OFF = ';; relaxed-simd: off';
+/** ... up to a line containing this one. */
+export const RELAXED_ON = ';; relaxed-simd: on';
+const ACCUMULATE = '(f32x4.add (local.get ';
+const MUL = '(f32x4.mul ';
+
+type Features = typeof FEATURES | typeof RELAXED_FEATURES;
 
 interface Wabt {
-  parseWat(filename: string, text: string, features: typeof FEATURES): {
+  parseWat(filename: string, text: string, features: Features): {
     resolveNames(): void;
-    validate(features: typeof FEATURES): void;
+    validate(features: Features): void;
     toBinary(options: Record<string, never>): { buffer: Uint8Array };
     destroy(): void;
   };
@@ -38,26 +53,89 @@ function loadWabt(): Promise<Wabt> {
   return wabt;
 }
 
-async function assemble(file: string, text: string): Promise<Uint8Array> {
+async function assemble(file: string, text: string, features: Features): Promise<Uint8Array> {
   const tools = await loadWabt();
-  const module = tools.parseWat(file, text, FEATURES);
+  const module = tools.parseWat(file, text, features);
   try {
     module.resolveNames();
-    module.validate(FEATURES);
+    module.validate(features);
     return module.toBinary({}).buffer;
   } finally {
     module.destroy();
   }
 }
 
-/** Both binaries of one kernel source; throws when the source does not declare MEMORY_IMPORT exactly once. */
-export async function assembleKernels(file: string, text: string): Promise<{ plain: Uint8Array; shared: Uint8Array }> {
+/** The index just past the balanced s-expression that opens at text[open] ('('). */
+function closeOf(text: string, open: number, file: string): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')' && --depth === 0) return i + 1;
+  }
+  throw new Error(`${file}: unbalanced parentheses at offset ${open}`);
+}
+
+/** Index of the next non-blank character at or after `at`. */
+function skipBlank(text: string, at: number): number {
+  while (at < text.length && /\s/.test(text[at]!)) at++;
+  return at;
+}
+
+/** One stretch of text (no RELAXED_OFF regions) with its multiply-accumulates made relaxed_madd. */
+function relaxStretch(text: string, file: string): string {
+  let out = '';
+  let from = 0;
+  for (let at = text.indexOf(ACCUMULATE); at >= 0; at = text.indexOf(ACCUMULATE, at + 1)) {
+    const accOpen = at + '(f32x4.add '.length;
+    const accEnd = closeOf(text, accOpen, file);
+    const mul = skipBlank(text, accEnd);
+    if (!text.startsWith(MUL, mul)) continue;
+    const b = skipBlank(text, mul + MUL.length);
+    const bEnd = closeOf(text, b, file);
+    const c = skipBlank(text, bEnd);
+    const cEnd = closeOf(text, c, file);
+    const mulClose = skipBlank(text, cEnd);
+    const addClose = skipBlank(text, mulClose + 1);
+    if (text[b] !== '(' || text[c] !== '(' || text[mulClose] !== ')' || text[addClose] !== ')') {
+      throw new Error(`${file}: a multiply-accumulate at offset ${at} is not (f32x4.add (local.get $a) (f32x4.mul (..) (..)))`);
+    }
+    out += `${text.slice(from, at)}(f32x4.relaxed_madd ${text.slice(b, bEnd)} ${text.slice(c, cEnd)} ${text.slice(accOpen, accEnd)})`;
+    from = addClose + 1;
+    at = from - 1;
+  }
+  return out + text.slice(from);
+}
+
+/** The relaxed-SIMD form of a kernel source (see the header); RELAXED_OFF .. RELAXED_ON text unchanged. */
+export function relaxWat(text: string, file = 'source'): string {
+  let out = '';
+  let from = 0;
+  for (;;) {
+    const off = text.indexOf(RELAXED_OFF, from);
+    if (off < 0) return out + relaxStretch(text.slice(from), file);
+    const on = text.indexOf(RELAXED_ON, off);
+    if (on < 0) throw new Error(`${file}: ${RELAXED_OFF} without a following ${RELAXED_ON}`);
+    out += relaxStretch(text.slice(from, off), file) + text.slice(off, on);
+    from = on;
+  }
+}
+
+/** The binaries of one kernel source; throws when the source does not declare MEMORY_IMPORT exactly once. */
+export async function assembleKernels(
+  file: string,
+  text: string,
+): Promise<{ plain: Uint8Array; shared: Uint8Array; relaxed: { plain: Uint8Array; shared: Uint8Array } }> {
   const at = text.indexOf(MEMORY_IMPORT);
   if (at < 0 || text.indexOf(MEMORY_IMPORT, at + 1) >= 0) {
     throw new Error(`${file}: a kernel source declares its memory as ${MEMORY_IMPORT} exactly once`);
   }
-  const shared = text.slice(0, at) + SHARED_IMPORT + text.slice(at + MEMORY_IMPORT.length);
-  return { plain: await assemble(file, text), shared: await assemble(file, shared) };
+  const widen = (source: string): string => source.replace(MEMORY_IMPORT, SHARED_IMPORT);
+  const relaxed = relaxWat(text, file);
+  return {
+    plain: await assemble(file, text, FEATURES),
+    shared: await assemble(file, widen(text), FEATURES),
+    relaxed: { plain: await assemble(file, relaxed, RELAXED_FEATURES), shared: await assemble(file, widen(relaxed), RELAXED_FEATURES) },
+  };
 }
 
 const base64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64');
@@ -70,10 +148,13 @@ export function watKernels(): Plugin {
       if (!id.endsWith(`.wat${QUERY}`)) return null;
       const file = id.slice(0, -QUERY.length);
       this.addWatchFile(file);
-      const { plain, shared } = await assembleKernels(file, await readFile(file, 'utf8'));
+      const { plain, shared, relaxed } = await assembleKernels(file, await readFile(file, 'utf8'));
+      const pair = (p: Uint8Array, s: Uint8Array): string =>
+        `{ plain: decode(${JSON.stringify(base64(p))}), shared: decode(${JSON.stringify(base64(s))}) }`;
       const code = [
         'const decode = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));',
-        `export default { plain: decode(${JSON.stringify(base64(plain))}), shared: decode(${JSON.stringify(base64(shared))}) };`,
+        `const both = ${pair(plain, shared)};`,
+        `export default { ...both, relaxed: ${pair(relaxed.plain, relaxed.shared)} };`,
       ].join('\n');
       return { code, map: { mappings: '' } };
     },

@@ -774,6 +774,7 @@
         (br $rows))))
 
   ;; ---- The q8-activation kernels (a separate choice: hostKernels 'wasm-q8', never the default) ----
+  ;; relaxed-simd: off (scripts/wat.ts leaves these as written: their results equal the scalar twin's bit for bit)
   ;; As GGML's vec_dot for Q8_0, Q4_0, Q4_K and Q6_K weights does, x is first quantized once per call to blocks of 32
   ;; signed 8-bit values with one f32 scale each, and each block's dot product is then an exact integer
   ;; sum (i32x4.dot_i16x8_s), made f32 once per block. Faster, but x carries a rounding error of up to
@@ -1145,6 +1146,8 @@
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
+  ;; relaxed-simd: on
+
   ;; qmatmul: out[M, N] = x[M, K] . W^T for packed rows of $rowBytes bytes (kinds F16 .. Q5_1; F32 rows
   ;; go to wasm/f32.wat's linear_rows). Q8_0 and Q4_0 quants are dotted where they lie ($fused_rows),
   ;; as are Q4_K ($q4_k_rows: scratch of 64 bytes, then K / 2 bytes of x's sub-block sums per row of x)
@@ -1226,6 +1229,7 @@
         (br $rows))))
 
   ;; ---- Dequantization (the tests' view of phase 1) ----
+  ;; relaxed-simd: off (bit for bit with decodePackedRow)
 
   ;; F16 / BF16 rows: k halves, two per word, eight per step ($bf selects bfloat16: bits << 16), with the
   ;; decoders $dot_halves uses; the k mod 8 rest one at a time.
@@ -1302,4 +1306,5 @@
         (local.set $sm (i32.add (local.get $sm) (i32.const 4)))
         (local.set $out (i32.add (local.get $out) (i32.const 64)))
         (br $group))))
+  ;; relaxed-simd: on
 )

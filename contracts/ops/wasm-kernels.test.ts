@@ -16,7 +16,7 @@
 //   - read-only operands come back unchanged, canaries intact.
 import { describe, expect, it } from 'vitest';
 import { LOWERING_KINDS } from '../../src/model/index.js';
-import { createHostProvider, createRuntime } from '../../src/index.js';
+import { createHostProvider, createRuntime, hostKernelFaults } from '../../src/index.js';
 import type { AnyTypedArray, Runtime } from '../../src/index.js';
 import {
   PACKED_KINDS,
@@ -90,11 +90,44 @@ function expectDotClose(got: ArrayLike<number>, want: ArrayLike<number>, l1: (i:
 
 const f32 = (shape: number[], data: Float32Array): HostOperand => ({ dtype: 'f32', shape, data });
 
+/** The node lane runs Node without --experimental-wasm-relaxed-simd; Chromium has relaxed SIMD by default. */
+const RELAXED_FLAG = '--experimental-wasm-relaxed-simd';
+const inNode = typeof window === 'undefined';
+const nodeHasFlag = inNode && (process.execArgv.includes(RELAXED_FLAG) || (process.env['NODE_OPTIONS'] ?? '').includes(RELAXED_FLAG));
+const EXPECTED_SET = inNode && !nodeHasFlag ? 'simd' : 'relaxed-simd';
+
 describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({ shared }) => {
   const runtime = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
 
-  it('[OPS-wasm-kernels] the runtime selected the SIMD kernels', () => {
+  it('[OPS-wasm-kernels] the runtime selected the SIMD kernels: relaxed SIMD in Chromium, plain SIMD in Node without the flag', () => {
     expect(runtime.hostKernels()!.kind).toBe('wasm-simd');
+    expect(runtime.hostKernels()!.kernelSet).toBe(EXPECTED_SET);
+  });
+
+  it('[OPS-wasm-kernels] an engine without relaxed SIMD (the seam) gets the plain SIMD set, with the same results within the dot bound', async () => {
+    hostKernelFaults.noRelaxedSimd = true;
+    let plain: Runtime;
+    try {
+      plain = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
+    } finally {
+      hostKernelFaults.noRelaxedSimd = false;
+    }
+    expect(plain.hostKernels()!.kernelSet).toBe('simd');
+    const [m, n, k] = [3, 37, 133];
+    const a = randomF32(12, m * k);
+    const w = randomF32(13, n * k);
+    const operands = [f32([m, k], a), f32([n, k], w), f32([m, n], new Float32Array(m * n))];
+    const viaPlain = await both(plain, matmulNT, operands, { m, n, k }, [0, 0, 0]);
+    const viaDefault = await both(runtime, matmulNT, operands, { m, n, k }, [0, 0, 0]);
+    const l1 = (i: number, j: number): number => {
+      let t = 0;
+      for (let e = 0; e < k; e++) t += Math.abs(a[i * k + e]! * w[j * k + e]!);
+      return t;
+    };
+    // Each set is within the bound of the twin, so the two are within twice the bound of each other.
+    expectDotClose(viaPlain.wasm[2]!, viaDefault.wasm[2]!, (i, j) => 2 * l1(i, j), m, n, 'plain against default set');
+    expectDotClose(viaDefault.wasm[2]!, viaDefault.twin[2]!, l1, m, n, 'default set against twin');
+    expectDotClose(viaPlain.wasm[2]!, viaPlain.twin[2]!, l1, m, n, 'plain against twin');
   });
 
   it('[OPS-wasm-matmul] matmul_nt: random M x N x K incl. 1 x N, N x 1, primes, K mod 4 != 0, within 2e-5·Σ|a·w|', async () => {

@@ -16,7 +16,7 @@ import type { AnyTypedArray, HostBindingState, HostMemory, HostProvider } from '
 import { liveHostArray } from '../../storage/index.js';
 import type { AnyOpDef } from '../ops/types.js';
 import { wasmKernelsAvailable, wasmKernelsFor } from './kernels.js';
-import type { WasmKernels } from './kernels.js';
+import type { WasmKernels, WasmKernelSet } from './kernels.js';
 import { WASM_OPS, WASM_OPS_Q8 } from './ops.js';
 import type { WasmOp } from './ops.js';
 
@@ -36,6 +36,11 @@ export interface HostKernelCount {
 
 export interface HostKernelStats {
   readonly kind: HostKernelKind;
+  /**
+   * Which WebAssembly binaries run (src/submit/wasm/kernels.ts): `relaxed-simd` where the engine has
+   * relaxed SIMD (multiply-accumulates possibly fused), `simd` otherwise; `scalar` when kind is scalar.
+   */
+  readonly kernelSet: WasmKernelSet | 'scalar';
   /** How Q8_0 / Q4_0 / Q4_K / Q6_K qmatmuls treat x on the SIMD path: as f32 (default) or quantized to 8-bit blocks. */
   readonly activations: 'f32' | 'q8';
   /** Dispatches that ran a WebAssembly kernel. */
@@ -104,7 +109,8 @@ export class HostExecutor {
   stats(): HostKernelStats {
     const byKernel: Record<string, HostKernelCount> = {};
     for (const [name, [wasm, scalar]] of this.#byKernel) byKernel[name] = { wasm, scalar };
-    return { kind: this.kind, activations: this.#activations, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar, byKernel };
+    const kernelSet = this.#kernels === undefined ? 'scalar' : this.#kernels.kernelSet;
+    return { kind: this.kind, kernelSet, activations: this.#activations, wasmDispatches: this.#wasm, scalarDispatches: this.#scalar, byKernel };
   }
 
   #count(kernel: AnyOpDef, path: 0 | 1): void {

@@ -8,6 +8,13 @@
 // modules we would run. An engine that lacks either gets the scalar twins (src/submit/ops/*.ts host()).
 // The seam `hostKernelFaults.unknownSimdProbe` makes detection validate a module with a SIMD opcode no
 // engine knows instead, so a test sees the real fallback path that an engine without SIMD takes.
+// Kernel sets: where the engine also validates the relaxed-SIMD binaries of both sources (the same
+// kernels with their multiply-accumulates written f32x4.relaxed_madd, which the engine may fuse; see
+// scripts/wat.ts), they run (`relaxed-simd`: Chromium by default, Node with
+// --experimental-wasm-relaxed-simd); otherwise the plain SIMD binaries (`simd`). The seam
+// `hostKernelFaults.noRelaxedSimd` makes detection skip the relaxed binaries, as an engine without the
+// proposal would, so both sets run in one process (tests, bench/host.bench.ts). The set is chosen per
+// memory when its kernels are instantiated; `kernelSet` on WasmKernels says which.
 // Compilation is synchronous (new WebAssembly.Module): the modules are a few kilobytes, and browsers lift
 // the main-thread size limit for synchronous compilation (Chromium since 114).
 import f32Sources from '../../../wasm/f32.wat?wasm';
@@ -40,15 +47,19 @@ export interface QuantExports {
   dequant_row(kind: number, w: number, out: number, k: number, p0: number, p1: number, p2: number, scratch: number): void;
 }
 
+/** Which binaries run: with relaxed SIMD (multiply-accumulates possibly fused) or plain 128-bit SIMD. */
+export type WasmKernelSet = 'relaxed-simd' | 'simd';
+
 /** The kernels over one host memory. */
 export interface WasmKernels {
   readonly memory: HostMemory;
+  readonly kernelSet: WasmKernelSet;
   readonly f32: F32Exports;
   readonly quant: QuantExports;
 }
 
 /** Fault seam (tests): detection validates a module no engine accepts, as an engine without SIMD would. */
-export const hostKernelFaults = { unknownSimdProbe: false };
+export const hostKernelFaults = { unknownSimdProbe: false, noRelaxedSimd: false };
 
 /**
  * A module whose one function uses SIMD opcode 0x7ff (prefix 0xfd, LEB128 ff 0f), which no version of
@@ -62,30 +73,44 @@ export const UNKNOWN_SIMD_PROBE = new Uint8Array([
 ]);
 
 type Variant = 'plain' | 'shared';
+interface Compiled {
+  readonly set: WasmKernelSet;
+  readonly f32: WebAssembly.Module;
+  readonly quant: WebAssembly.Module;
+}
 
-const SOURCES = { f32: f32Sources, quant: quantSources } as const;
-
-/** Per thread: the compiled modules of each variant, or null where the engine refuses them. */
-const compiled: Partial<Record<Variant, { f32: WebAssembly.Module; quant: WebAssembly.Module } | null>> = {};
+/** Per thread and variant: the compiled plain-SIMD modules (null where the engine refuses them) ... */
+const compiled: Partial<Record<Variant, Compiled | null>> = {};
+/** ... and the relaxed-SIMD ones (null where the engine lacks the proposal). */
+const compiledRelaxed: Partial<Record<Variant, Compiled | null>> = {};
 const instances = new WeakMap<HostMemory, WasmKernels>();
 
 function variantOf(memory: HostMemory): Variant {
   return memory.shared ? 'shared' : 'plain';
 }
 
-function modules(variant: Variant): { f32: WebAssembly.Module; quant: WebAssembly.Module } | null {
-  if (hostKernelFaults.unknownSimdProbe) return WebAssembly.validate(UNKNOWN_SIMD_PROBE) ? compile(variant) : null;
+function modules(variant: Variant): Compiled | null {
+  if (hostKernelFaults.unknownSimdProbe) return WebAssembly.validate(UNKNOWN_SIMD_PROBE) ? compile(variant, 'simd') : null;
   let got = compiled[variant];
   if (got === undefined) {
-    const ok = WebAssembly.validate(SOURCES.f32[variant]) && WebAssembly.validate(SOURCES.quant[variant]);
-    got = ok ? compile(variant) : null;
+    const ok = WebAssembly.validate(f32Sources[variant]) && WebAssembly.validate(quantSources[variant]);
+    got = ok ? compile(variant, 'simd') : null;
     compiled[variant] = got;
   }
-  return got;
+  if (got === null || hostKernelFaults.noRelaxedSimd) return got;
+  let relaxed = compiledRelaxed[variant];
+  if (relaxed === undefined) {
+    const ok = WebAssembly.validate(f32Sources.relaxed[variant]) && WebAssembly.validate(quantSources.relaxed[variant]);
+    relaxed = ok ? compile(variant, 'relaxed-simd') : null;
+    compiledRelaxed[variant] = relaxed;
+  }
+  return relaxed ?? got;
 }
 
-function compile(variant: Variant): { f32: WebAssembly.Module; quant: WebAssembly.Module } {
-  return { f32: new WebAssembly.Module(SOURCES.f32[variant]), quant: new WebAssembly.Module(SOURCES.quant[variant]) };
+function compile(variant: Variant, set: WasmKernelSet): Compiled {
+  const f32 = set === 'simd' ? f32Sources : f32Sources.relaxed;
+  const quant = set === 'simd' ? quantSources : quantSources.relaxed;
+  return { set, f32: new WebAssembly.Module(f32[variant]), quant: new WebAssembly.Module(quant[variant]) };
 }
 
 /** Whether this engine runs the SIMD kernels over a memory of this kind (ordinary or shared). */
@@ -102,7 +127,7 @@ export function wasmKernelsFor(memory: HostMemory): WasmKernels | undefined {
   const f32 = new WebAssembly.Instance(mods.f32, { env: { memory: memory.memory } }).exports as unknown as F32Exports;
   // The quant kernels dot their dequantized rows with f32's `dot` (a wasm-to-wasm import call).
   const quant = new WebAssembly.Instance(mods.quant, { env: { memory: memory.memory, dot: f32.dot } }).exports as unknown as QuantExports;
-  const kernels: WasmKernels = Object.freeze({ memory, f32, quant });
+  const kernels: WasmKernels = Object.freeze({ memory, kernelSet: mods.set, f32, quant });
   instances.set(memory, kernels);
   return kernels;
 }
