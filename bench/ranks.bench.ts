@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { it } from 'vitest';
 import { PartitionedSession, defaultRankSpawner, evenTensorPartition, loadModel, randomDenseWeights, readDenseWeights } from '../src/index.js';
-import type { ArchitecturePartition, DenseWeights } from '../src/index.js';
+import type { ArchitecturePartition, DenseWeights, RankStepTrace } from '../src/index.js';
 import { readGgufFixture } from '../contracts/support/gguf-fixtures.js';
 
 const PROMPT_TOKENS = 8;
@@ -32,6 +32,114 @@ const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 
 const SEED = 15;
 /** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 60): never poll, and a long poll. */
 const SPIN_VARIANTS = [0, 400];
+/** Steps each rank traces (options.traceSteps): every step of the run. */
+const TRACE_STEPS = 1 + DECODE_STEPS * ROUNDS;
+/** A segment this far over its best time on the same rank counts as a stall (a core taken away, µs). */
+const STALL_MICROS = 50;
+
+/**
+ * Where the time of a two-rank decode step goes, from the exchange trace (rank-local entry and exit times of
+ * every exchange on one clock, written into shared memory during the run and read after it). Per token:
+ *  - span: first forward start to last forward end over the ranks;
+ *  - ideal: the sum over segments of the slower rank's best time for that segment (what the span would be
+ *    with no waiting, no hand-off and no stalls);
+ *  - wait (a): at each exchange, how long the first rank to arrive waited for the last, split by the kind
+ *    of segment that preceded it (attention, FFN) and into its structural part (the late rank's best segment
+ *    time minus the early rank's: imbalance of the split) and the rest (arrival skew carried over + stalls);
+ *    plus the skew of the forward start (checkpoint decision wake) and of the forward end (tail: final norm,
+ *    classifier rows, greedy candidate);
+ *  - hand-off (b): from the last arrival at an exchange to the last rank leaving it;
+ *  - stalls (c): on the critical path (the late rank of each exchange), segment time over that rank's best
+ *    for the same segment, and how many segments ran > STALL_MICROS over their best.
+ */
+interface Breakdown {
+  readonly spanMicros: number;
+  readonly idealMicros: number;
+  readonly waitMicros: { readonly attention: number; readonly ffn: number; readonly start: number; readonly tail: number };
+  readonly structuralWaitMicros: number;
+  readonly handoffMicros: number;
+  readonly criticalExcessMicros: number;
+  readonly stallsPerToken: number;
+  /** Exchanges per token where each rank arrived last. */
+  readonly lateCount: readonly number[];
+  /** Per rank: best (min) µs per token of its segments summed, by kind: attention (the first includes the embedding), FFN, tail. */
+  readonly bestMicros: readonly { readonly attention: number; readonly ffn: number; readonly tail: number }[];
+  /** Per rank: µs per token of its segments over their best (all segments, on or off the critical path). */
+  readonly excessMicros: readonly number[];
+  /** Per rank: µs per token from seeing the command to starting (checkpoint round) and from ending to the commit decision. */
+  readonly checkpointMicros: readonly number[];
+  readonly commitMicros: readonly number[];
+}
+
+function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
+  // The first traced step is the prompt (8 tokens): decode steps only.
+  const steps = trace.map((r) => r.slice(1));
+  const n = steps[0]!.length;
+  if (trace.length !== 2 || n === 0 || steps.some((r) => r.length !== n)) return undefined;
+  const E = steps[0]![0]!.exchanges.length;
+  const seg = (t: RankStepTrace, j: number): number => (j < E ? t.exchanges[j]!.entry : t.end) - (j === 0 ? t.start : t.exchanges[j - 1]!.exit);
+  const best = steps.map((r) => Array.from({ length: E + 1 }, (_, j) => Math.min(...r.map((t) => seg(t, j)))));
+  const kind = (j: number): 'attention' | 'ffn' | 'tail' => (j === E ? 'tail' : j % 2 === 0 ? 'attention' : 'ffn');
+  const wait = { attention: 0, ffn: 0, start: 0, tail: 0 };
+  let structural = 0;
+  let handoff = 0;
+  let critical = 0;
+  let stalls = 0;
+  let span = 0;
+  const late = [0, 0];
+  const excess = [0, 0];
+  const checkpoint = [0, 0];
+  const commit = [0, 0];
+  for (let i = 0; i < n; i++) {
+    const a = steps[0]![i]!;
+    const b = steps[1]![i]!;
+    span += Math.max(a.end, b.end) - Math.min(a.start, b.start);
+    wait.start += Math.abs(a.start - b.start);
+    wait.tail += Math.abs(a.end - b.end);
+    [a, b].forEach((t, r) => {
+      checkpoint[r]! += t.start - t.command;
+      commit[r]! += t.decided - t.end;
+      for (let j = 0; j <= E; j++) {
+        const over = seg(t, j) - best[r]![j]!;
+        excess[r]! += over;
+        if (over * 1000 > STALL_MICROS) stalls++;
+      }
+    });
+    for (let j = 0; j < E; j++) {
+      const ea = a.exchanges[j]!;
+      const eb = b.exchanges[j]!;
+      const L = ea.entry >= eb.entry ? 0 : 1;
+      late[L]!++;
+      const w = Math.abs(ea.entry - eb.entry);
+      wait[kind(j) === 'ffn' ? 'ffn' : 'attention'] += w;
+      structural += Math.max(0, best[L]![j]! - best[1 - L]![j]!);
+      handoff += Math.max(ea.exit, eb.exit) - Math.max(ea.entry, eb.entry);
+      critical += seg([a, b][L]!, j) - best[L]![j]!;
+    }
+    const tailLate = a.end >= b.end ? 0 : 1;
+    critical += seg([a, b][tailLate]!, E) - best[tailLate]![E]!;
+  }
+  const ideal = Array.from({ length: E + 1 }, (_, j) => Math.max(best[0]![j]!, best[1]![j]!)).reduce((x, y) => x + y, 0);
+  const us = (ms: number): number => (ms * 1000) / n;
+  return {
+    spanMicros: us(span),
+    idealMicros: ideal * 1000,
+    waitMicros: { attention: us(wait.attention), ffn: us(wait.ffn), start: us(wait.start), tail: us(wait.tail) },
+    structuralWaitMicros: us(structural),
+    handoffMicros: us(handoff),
+    criticalExcessMicros: us(critical),
+    stallsPerToken: stalls / n,
+    lateCount: late.map((c) => c / n),
+    bestMicros: best.map((b) => {
+      const sum = { attention: 0, ffn: 0, tail: 0 };
+      b.forEach((m, j) => (sum[kind(j)] += m * 1000));
+      return sum;
+    }),
+    excessMicros: excess.map(us),
+    checkpointMicros: checkpoint.map(us),
+    commitMicros: commit.map(us),
+  };
+}
 
 interface Side {
   readonly name: string;
@@ -63,6 +171,8 @@ interface Row {
   readonly kernels: string;
   /** Per rank: compute ms/token, µs/token inside exchanges, futex sleeps/token in exchanges, µs/token waiting for decisions. */
   readonly perRank: readonly { readonly computeMs: number; readonly exchangeMicros: number; readonly sleeps: number; readonly decisionMicros: readonly number[] }[];
+  /** Two-rank sides: where the step's time goes, from the exchange trace. */
+  readonly breakdown: Breakdown | undefined;
 }
 
 function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches: number }[]): string {
@@ -75,7 +185,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
   const one: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: weights.config.layers }] };
   const two = evenTensorPartition(weights.config, 2);
   const make = (partition: ArchitecturePartition, spinMicros?: number) =>
-    PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner(), ...(spinMicros === undefined ? {} : { spinMicros }) });
+    PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner(), traceSteps: TRACE_STEPS, ...(spinMicros === undefined ? {} : { spinMicros }) });
   // The two-rank side with the default spin bound comes first after one rank (the headline ratio); the
   // others vary only how long ranks poll before sleeping, in the same interleaved rounds.
   const sides: Side[] = [
@@ -123,6 +233,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
           sleeps: c.exchangeSleeps / steps,
           decisionMicros: c.decisionMicros.map((m) => m / steps),
         })),
+        breakdown: breakdown(s.session.exchangeTrace()),
       });
     }
     return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides.every((s) => s.ids.join() === sides[0]!.ids.join()) };
@@ -146,6 +257,13 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   console.log('\nper rank, per token: compute ms, µs inside exchanges, futex sleeps in exchanges, µs from vote to decision (checkpoint / execute / complete)');
   for (const r of results.flatMap((x) => x.rows)) {
     r.perRank.forEach((p, i) => console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}rank ${i}${fmt(p.computeMs, 2).padStart(8)}${fmt(p.exchangeMicros).padStart(9)}${fmt(p.sleeps).padStart(7)}${p.decisionMicros.map((m) => fmt(m).padStart(8)).join('')}`));
+  }
+  console.log('\nbreakdown of a two-rank decode step, µs per token (exchange trace): span, ideal (slower rank\'s best per segment, summed), wait at exchanges after attention / FFN (structural part), start skew, tail skew, hand-off, stalls on the critical path (count of segments > 50 µs over best, both ranks), exchanges where rank 0 / 1 came last');
+  for (const r of results.flatMap((x) => x.rows)) {
+    const b = r.breakdown;
+    if (b === undefined) continue;
+    console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(b.spanMicros, 0).padStart(7)}${fmt(b.idealMicros, 0).padStart(7)}${fmt(b.waitMicros.attention, 0).padStart(7)}${fmt(b.waitMicros.ffn, 0).padStart(7)} (${fmt(b.structuralWaitMicros, 0)})${fmt(b.waitMicros.start, 0).padStart(6)}${fmt(b.waitMicros.tail, 0).padStart(6)}${fmt(b.handoffMicros, 0).padStart(7)}${fmt(b.criticalExcessMicros, 0).padStart(7)} (${fmt(b.stallsPerToken)})  late ${b.lateCount.map((c) => fmt(c)).join(' / ')}`);
+    b.bestMicros.forEach((m, i) => console.log(`${''.padEnd(50)}rank ${i}: best attention ${fmt(m.attention, 0)}, FFN ${fmt(m.ffn, 0)}, tail ${fmt(m.tail, 0)}; over best ${fmt(b.excessMicros[i]!, 0)}; checkpoint round ${fmt(b.checkpointMicros[i]!, 0)}, commit round ${fmt(b.commitMicros[i]!, 0)}`));
   }
   for (const r of results) {
     console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);

@@ -194,6 +194,41 @@ describe.skipIf(!present)('the step transaction across ranks', () => {
     }
   }, TIMEOUT);
 
+  it('[TS-dist-exchange-trace] with traceSteps, every rank records its last steps: each exchange it made, in order, and no step aborted before the commit decision', async () => {
+    for (const traceSteps of [-1, 1.5, 4097, Number.NaN]) {
+      await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), traceSteps }), 'EINVAL', 'bad-option');
+    }
+    const plain = await session(PIPELINE);
+    expectCode(() => plain.exchangeTrace(), 'EINVAL', 'trace-off');
+    const layers = model!.config.layers;
+    const traced = async (partition: ArchitecturePartition): Promise<PartitionedSession> => {
+      const s = await PartitionedSession.create(weights!, partition, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), traceSteps: 2 });
+      open.push(s);
+      return s;
+    };
+    const tensor = await traced(evenTensorPartition(partitionModelOf(model!), 2));
+    await tensor.step(PROMPT);
+    expect(tensor.exchangeTrace().map((r) => r.map((t) => [t.epoch, t.exchanges.length]))).toEqual([[[1, 2 * layers]], [[1, 2 * layers]]]);
+    // A step aborted at execute leaves no record; the ring keeps the last two committed steps.
+    await tensor.setRankFaults(1, { failAt: 'execute' });
+    await expectCodeAsync(() => tensor.step([432]), 'EIO', 'rank-failed');
+    expect(tensor.exchangeTrace().map((r) => r.map((t) => t.epoch))).toEqual([[1], [1]]);
+    await tensor.step([432]);
+    await tensor.step([383]);
+    const trace = tensor.exchangeTrace();
+    expect(trace.map((r) => r.map((t) => t.epoch))).toEqual([[2, 3], [2, 3]]);
+    for (const t of trace.flat()) {
+      // One clock, in order: command, start, each exchange's entry and exit, end, the commit decision.
+      const times = [t.command, t.start, ...t.exchanges.flatMap((e) => [e.entry, e.exit]), t.end, t.decided];
+      expect(times.length).toBe(4 + 2 * 2 * layers);
+      expect(times.every((x, i) => i === 0 || x >= times[i - 1]!)).toBe(true);
+    }
+    // Pipeline: rank 0 sends its hidden state once per step, rank 1 receives it once.
+    const pipe = await traced(PIPELINE);
+    await pipe.step(PROMPT);
+    expect(pipe.exchangeTrace().map((r) => r.map((t) => [t.epoch, t.exchanges.length]))).toEqual([[[1, 1]], [[1, 1]]]);
+  }, TIMEOUT);
+
   it('[TS-dist-checkpoint] a checkpoint exists only when every rank captured its part', async () => {
     const s = await session(PIPELINE);
     await s.step(PROMPT);

@@ -31,8 +31,8 @@ import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
-import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, RANK_PHASES, RANK_WORD, VERDICT, controlWords, phaseIndex, rankBase, roundFailure } from './protocol.js';
-import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState } from './protocol.js';
+import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, MAX_TRACE_STEPS, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, controlWords, phaseIndex, rankBase, roundFailure, traceLayout } from './protocol.js';
+import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState, RankStepTrace } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
 
@@ -64,6 +64,13 @@ export interface PartitionedSessionOptions {
    * (µs, 0..10000; default 60). Polling trades a core's idle time for the sleep/wake latency; 0 never polls.
    */
   readonly spinMicros?: number;
+  /**
+   * Benchmarks: every rank records, for each of its last `traceSteps` committed steps, when it saw the
+   * command, started and ended its forward pass, saw the commit decision, and entered and left each
+   * activation exchange, into one shared buffer (no message per step); `exchangeTrace()` reads it. An
+   * integer 0..4096; default 0 (off).
+   */
+  readonly traceSteps?: number;
   /** Refused on partitioned sessions (TS-dist-capture-local). */
   readonly observe?: unknown;
 }
@@ -190,8 +197,10 @@ export class PartitionedSession {
   readonly #manifest1: CommunicationManifest;
   /** Classifying ranks in vocabulary order (their candidates are compared in this order). */
   readonly #classifiers: readonly CheckedPartition['plans'][number][];
+  readonly #trace: Float64Array | undefined;
+  readonly #traceSteps: number;
 
-  private constructor(checked: CheckedPartition, options: PartitionedSessionOptions, handles: RankWorkerHandle[], ctrl: SharedArrayBuffer, logits: SharedArrayBuffer, rings: { from: number; to: number; sab: SharedArrayBuffer }[]) {
+  private constructor(checked: CheckedPartition, options: PartitionedSessionOptions, handles: RankWorkerHandle[], ctrl: SharedArrayBuffer, logits: SharedArrayBuffer, rings: { from: number; to: number; sab: SharedArrayBuffer }[], trace: SharedArrayBuffer | undefined) {
     this.checked = checked;
     this.maxSeq = options.maxSeq;
     this.maxBatch = options.maxBatch;
@@ -202,6 +211,8 @@ export class PartitionedSession {
     this.#rings = rings;
     this.#manifest1 = communicationManifest(checked, 1);
     this.#classifiers = checked.plans.filter((p) => p.classifies).sort((a, b) => a.vocabStart - b.vocabStart);
+    this.#trace = trace === undefined ? undefined : new Float64Array(trace);
+    this.#traceSteps = options.traceSteps ?? 0;
   }
 
   /**
@@ -227,6 +238,10 @@ export class PartitionedSession {
     if (typeof spinMicros !== 'number' || !Number.isFinite(spinMicros) || spinMicros < 0 || spinMicros > MAX_SPIN_MICROS) {
       throw new TenonError('EINVAL', `spinMicros must be 0..${MAX_SPIN_MICROS}`, { op: OP, reason: 'bad-option' });
     }
+    const traceSteps = options.traceSteps ?? 0;
+    if (!Number.isSafeInteger(traceSteps) || traceSteps < 0 || traceSteps > MAX_TRACE_STEPS) {
+      throw new TenonError('EINVAL', `traceSteps must be an integer 0..${MAX_TRACE_STEPS}`, { op: OP, reason: 'bad-option' });
+    }
     if (partition.kind !== 'pipeline' && devices.includes('webgpu')) {
       throw new TenonError('ENOTSUP', 'WebGPU ranks take pipeline partitions only', { op: OP, reason: 'device-rank-tensor' });
     }
@@ -236,12 +251,13 @@ export class PartitionedSession {
     const rings = manifest.links.map(([from, to]) => ({ from, to, sab: createRing(ringBytes, serial, 0) }));
     const ctrl = new SharedArrayBuffer(controlWords(maxBatch, n) * 4);
     const logits = new SharedArrayBuffer(weights.config.vocabSize * F32_BYTES);
+    const trace = traceSteps === 0 ? undefined : new SharedArrayBuffer(traceLayout(weights.config.layers, traceSteps, n).words * Float64Array.BYTES_PER_ELEMENT);
     const handles: RankWorkerHandle[] = [];
     const lockBase = `tenon-rank:${serial}:${Math.random().toString(36).slice(2)}`;
     try {
       const started = await Promise.all(checked.plans.map((_, r) => options.spawn(r, `${lockBase}:${r}`)));
       for (const s of started) handles.push(s.handle);
-      const session = new PartitionedSession(checked, options, handles, ctrl, logits, rings);
+      const session = new PartitionedSession(checked, options, handles, ctrl, logits, rings, trace);
       await Promise.all(
         checked.plans.map((plan, r) => {
           const w = rankWeights(weights, plan);
@@ -263,6 +279,8 @@ export class PartitionedSession {
             kernels: options.hostKernels ?? 'auto',
             device: devices[r]!,
             spinMicros,
+            trace,
+            traceSteps,
           };
           const transfer = [w.embedding, w.outputNorm, w.classifier, ...w.layers.flatMap((L) => Object.values(L) as Float32Array[])]
             .map((a) => a.buffer as ArrayBuffer)
@@ -409,6 +427,35 @@ export class PartitionedSession {
   /** Every rank's benchmark counters (exchanges, µs in them, µs in forward passes). */
   counters(): Promise<RankCounters[]> {
     return Promise.all(this.#handles.map((_, r) => this.#request<RankCounters>(r, { t: 'counters' })));
+  }
+
+  /**
+   * The exchange trace (options.traceSteps): per rank, its last committed steps (at most traceSteps, oldest
+   * first). Read between steps. EINVAL `trace-off` when the session records none.
+   */
+  exchangeTrace(): RankStepTrace[][] {
+    const t = this.#trace;
+    if (t === undefined) throw new TenonError('EINVAL', 'this session records no exchange trace (traceSteps 0)', { op: OP, reason: 'trace-off' });
+    const steps = this.#traceSteps;
+    const layout = traceLayout(this.checked.model.layers, steps, this.#handles.length);
+    return this.#handles.map((_, r) => {
+      const base = r * layout.region;
+      const count = t[base]!;
+      const out: RankStepTrace[] = [];
+      for (let i = Math.max(0, count - steps); i < count; i++) {
+        const at = base + 1 + (i % steps) * layout.stride;
+        const exchanges = t[at + TRACE_STEP.EXCHANGES]!;
+        out.push({
+          epoch: t[at + TRACE_STEP.EPOCH]!,
+          command: t[at + TRACE_STEP.COMMAND]!,
+          start: t[at + TRACE_STEP.START]!,
+          end: t[at + TRACE_STEP.END]!,
+          decided: t[at + TRACE_STEP.DECIDED]!,
+          exchanges: Array.from({ length: exchanges }, (_, k) => ({ entry: t[at + TRACE_STEP.FIRST + 2 * k]!, exit: t[at + TRACE_STEP.FIRST + 2 * k + 1]! })),
+        });
+      }
+      return out;
+    });
   }
 
   /** Fault seams of one rank for its next step or control operation. */

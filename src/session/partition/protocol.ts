@@ -118,7 +118,55 @@ export interface RankInit {
   readonly device: RankDevice;
   /** How long the rank polls a ring, decision or command word before it sleeps on it (µs; 0: never polls). */
   readonly spinMicros: number;
+  /** The exchange trace (PartitionedSessionOptions.traceSteps; traceLayout), or undefined when off. */
+  readonly trace: SharedArrayBuffer | undefined;
+  /** Steps the trace keeps per rank (the last ones; 0 when off). */
+  readonly traceSteps: number;
 }
+
+/**
+ * The exchange trace (benchmarks): one Float64 region per rank in one shared buffer, written by that rank
+ * only, with plain stores before its execute vote and read by the coordinator after the step's final
+ * decision (the vote and decision words order them). A region is one word (steps traced so far) then a ring
+ * of `steps` step records of `stride` words: the TRACE_STEP words, then an entry and an exit time for each
+ * exchange of the step, in order. Times are the rank's performance.timeOrigin + performance.now() (ms),
+ * one clock for every thread of the process.
+ */
+export const TRACE_STEP = {
+  EPOCH: 0,
+  /** The rank saw the step's command. */
+  COMMAND: 1,
+  /** The checkpoint decision proceeded: the forward pass starts. */
+  START: 2,
+  /** The forward pass and the greedy candidate are done: the execute vote follows. */
+  END: 3,
+  /** The execute (commit) decision was seen. */
+  DECIDED: 4,
+  /** Exchanges recorded in this step (entry/exit pairs follow from FIRST). */
+  EXCHANGES: 5,
+  FIRST: 6,
+} as const;
+
+/** Exchanges a step of a model with `layers` layers can make on one rank (tensor: 2 per layer; pipeline: 2). */
+export const traceExchangeBound = (layers: number): number => 2 * layers + 2;
+/** Words of one step record / of one rank's region / of the whole trace. */
+export function traceLayout(layers: number, steps: number, ranks: number): { stride: number; region: number; words: number } {
+  const stride = TRACE_STEP.FIRST + 2 * traceExchangeBound(layers);
+  const region = 1 + steps * stride;
+  return { stride, region, words: region * ranks };
+}
+/** One traced step of one rank (PartitionedSession.exchangeTrace; times in ms on the shared trace clock). */
+export interface RankStepTrace {
+  readonly epoch: number;
+  readonly command: number;
+  readonly start: number;
+  readonly end: number;
+  readonly decided: number;
+  /** Each activation exchange of the step in order: when the rank entered it and when it left. */
+  readonly exchanges: readonly { readonly entry: number; readonly exit: number }[];
+}
+/** Largest accepted traceSteps. */
+export const MAX_TRACE_STEPS = 4096;
 
 /**
  * Default bound of a rank's polling before it sleeps (µs). Inside a step every rank of a two-core tensor

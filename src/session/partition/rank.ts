@@ -14,7 +14,7 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CMD, CTRL, RANK_PHASES, RANK_WORD, VERDICT, VOTE, phaseIndex, rankBase, roundFailure } from './protocol.js';
+import { CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
@@ -71,6 +71,8 @@ class Spinner {
 }
 const F32_BYTES = 4;
 const OP = 'partition.rank';
+/** The trace clock (ms): one time line for every thread of the process (protocol.ts TRACE_STEP). */
+const traceTime = (now: number): number => performance.timeOrigin + now;
 const HEADER_LENGTH_BYTES = 4;
 
 export interface RankPort {
@@ -110,6 +112,13 @@ export class Rank implements RankLinks {
   readonly #decisionMicros = RANK_PHASES.map(() => 0);
   /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
   #voteBase = 0;
+  /** The exchange trace (protocol.ts traceLayout): this rank's region, or undefined when off. */
+  readonly #trace: Float64Array | undefined;
+  readonly #traceStride: number;
+  readonly #traceSteps: number;
+  readonly #traceBound: number;
+  /** Word of the current step's record in #trace; -1 outside a traced step. */
+  #traceAt = -1;
   /** Polling for peers inside a step (rings, decisions). */
   readonly #spinner: Spinner;
   /** Polling for the coordinator's next step: adapts on its own, as the coordinator needs a core to issue it. */
@@ -139,6 +148,44 @@ export class Rank implements RankLinks {
     this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
     this.#spinner = new Spinner(init.spinMicros);
     this.#nextStep = new Spinner(init.spinMicros);
+    const layout = traceLayout(init.weights.config.layers, init.traceSteps, init.ranks);
+    this.#trace = init.trace === undefined ? undefined : new Float64Array(init.trace, init.rank * layout.region * Float64Array.BYTES_PER_ELEMENT, layout.region);
+    this.#traceStride = layout.stride;
+    this.#traceSteps = init.traceSteps;
+    this.#traceBound = traceExchangeBound(init.weights.config.layers);
+  }
+
+  // ----- the exchange trace (benchmarks; plain stores into this rank's region) -----
+
+  /** Starts the record of a step (slot: the count of steps traced so far, modulo the ring). */
+  #traceBegin(epoch: number, commandAt: number): void {
+    const t = this.#trace;
+    if (t === undefined) return;
+    this.#traceAt = 1 + (t[0]! % this.#traceSteps) * this.#traceStride;
+    t[this.#traceAt + TRACE_STEP.EPOCH] = epoch;
+    t[this.#traceAt + TRACE_STEP.COMMAND] = traceTime(commandAt);
+    t[this.#traceAt + TRACE_STEP.EXCHANGES] = 0;
+  }
+
+  #traceMark(word: number): void {
+    if (this.#traceAt >= 0) this.#trace![this.#traceAt + word] = traceTime(performance.now());
+  }
+
+  #traceExchange(entry: number, exit: number): void {
+    if (this.#traceAt < 0) return;
+    const t = this.#trace!;
+    const n = t[this.#traceAt + TRACE_STEP.EXCHANGES]!;
+    if (n >= this.#traceBound) return;
+    t[this.#traceAt + TRACE_STEP.FIRST + 2 * n] = traceTime(entry);
+    t[this.#traceAt + TRACE_STEP.FIRST + 2 * n + 1] = traceTime(exit);
+    t[this.#traceAt + TRACE_STEP.EXCHANGES] = n + 1;
+  }
+
+  /** Counts the current record (before the complete vote, so the coordinator sees it after the step). */
+  #traceCommit(): void {
+    if (this.#traceAt < 0) return;
+    this.#trace![0]! += 1;
+    this.#traceAt = -1;
   }
 
   /** One fence-checked futex slice on `a[i]` after a failed spin; adapts the spin once the word moved. */
@@ -208,8 +255,10 @@ export class Rank implements RankLinks {
   }
 
   #counted(t0: number): void {
+    const t1 = performance.now();
     this.#exchanges++;
-    this.#exchangeMicros += (performance.now() - t0) * 1000;
+    this.#exchangeMicros += (t1 - t0) * 1000;
+    this.#traceExchange(t0, t1);
   }
 
   allReduce(partial: Float32Array, out: Float32Array): void {
@@ -327,6 +376,7 @@ export class Rank implements RankLinks {
 
   async #step(): Promise<void> {
     const c = this.#ctrl;
+    const commandAt = performance.now();
     const epoch = Atomics.load(c, CTRL.CMD_EPOCH);
     const pos = Atomics.load(c, CTRL.CMD_POS);
     const count = Atomics.load(c, CTRL.CMD_COUNT);
@@ -346,6 +396,8 @@ export class Rank implements RankLinks {
       this.#park('execute');
       let ok = true;
       const t0 = performance.now();
+      this.#traceBegin(epoch, commandAt);
+      this.#traceMark(TRACE_STEP.START);
       try {
         await this.#forward.run(tokens, pos, this, this.#logits);
       } catch (err) {
@@ -354,9 +406,12 @@ export class Rank implements RankLinks {
       }
       if (ok) this.#candidate();
       this.#forwardMicros += (performance.now() - t0) * 1000;
+      this.#traceMark(TRACE_STEP.END);
       this.#vote('execute', epoch, ok && !this.#fails('execute'));
       const verdict = this.#decision('execute', epoch);
+      this.#traceMark(TRACE_STEP.DECIDED);
       if (verdict === 'abort') return restore();
+      if (verdict === 'proceed') this.#traceCommit();
       // The commit decision: applied (provisionally, until 'complete' is agreed) only when it names our epoch.
       if (verdict === 'proceed') this.#setLength(cp.length + count, epoch);
       this.#park('complete');
@@ -366,6 +421,7 @@ export class Rank implements RankLinks {
       if (!(err instanceof Fenced)) throw err;
       await restore();
     } finally {
+      this.#traceAt = -1;
       this.#faults = {};
     }
   }
