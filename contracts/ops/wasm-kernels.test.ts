@@ -37,6 +37,8 @@ import {
 import type { OpDef, PackedKind } from '../../src/submit/ops/index.js';
 import { PACKED_KIND_ID } from '../../src/submit/ops/qunit.js';
 import { wasmKernelsFor } from '../../src/submit/wasm/kernels.js';
+import f32Sources from '../../wasm/f32.wat?wasm';
+import quantSources from '../../wasm/quant.wat?wasm';
 import { groupsScratchBytes } from '../../src/submit/wasm/ops.js';
 import { fc, fcParams } from '../support/fc.js';
 import { runHostOp } from '../support/run-host.js';
@@ -102,6 +104,11 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
   it('[OPS-wasm-kernels] the runtime selected the SIMD kernels: relaxed SIMD in Chromium, plain SIMD in Node without the flag', () => {
     expect(runtime.hostKernels()!.kind).toBe('wasm-simd');
     expect(runtime.hostKernels()!.kernelSet).toBe(EXPECTED_SET);
+    // The relaxed binaries really use relaxed SIMD: an engine without the proposal refuses them.
+    for (const sources of [f32Sources, quantSources]) {
+      expect(WebAssembly.validate(sources[shared ? 'shared' : 'plain'])).toBe(true);
+      expect(WebAssembly.validate(sources.relaxed[shared ? 'shared' : 'plain'])).toBe(EXPECTED_SET === 'relaxed-simd');
+    }
   });
 
   it('[OPS-wasm-kernels] an engine without relaxed SIMD (the seam) gets the plain SIMD set, with the same results within the dot bound', async () => {
