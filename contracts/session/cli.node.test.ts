@@ -47,6 +47,12 @@ function run(args: string[], env: NodeJS.ProcessEnv = process.env, command?: str
 
 const generateArgs = (provider: string): string[] => ['generate', '--model', model, '--tokenizer', tokenizer, '--prompt', 'Once upon a time', '--steps', '10', '--provider', provider, '--json'];
 
+/**
+ * The pump's unit test takes milliseconds; a broken clearImmediate can corrupt Node's immediate queue and
+ * hang it, so it fails at this bound instead of the lane's 60 s test limit.
+ */
+const PUMP_TEST_LIMIT_MS = 10_000;
+
 describe('tenon CLI', () => {
   for (const provider of ['webgpu', 'host'] as const) {
     it.skipIf(absent)(`[TS-cli-json] generate --json on ${provider} prints the prompt ids and llama2.c's greedy ids`, () => {
@@ -131,7 +137,7 @@ describe('tenon CLI', () => {
     globalThis.clearImmediate(immediate);
     await new Promise((resolve) => setImmediate(resolve));
     expect(ran).toEqual(['paced']);
-  });
+  }, PUMP_TEST_LIMIT_MS);
 
   it.skipIf(absent)('[TS-cli-dawn-pump] generate on Dawn paces the event pump on a software adapter (SwiftShader here) and says so; the host provider has none', () => {
     for (const provider of ['webgpu', 'host'] as const) {
