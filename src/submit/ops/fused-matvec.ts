@@ -120,7 +120,7 @@ const MAX_TM = 4;
 const ROWS_PER_WORKGROUP = 2;
 /** Uniform bytes: 16 scalars, 7 vec4u; the rope form adds ROPE_MAX_HEAD_DIM / 2 frequencies. */
 const PARAMS_BYTES = 176;
-const ROPE_PARAMS_BYTES = PARAMS_BYTES + (ROPE_MAX_HEAD_DIM / 2) * 4;
+export const ROPE_PARAMS_BYTES = PARAMS_BYTES + (ROPE_MAX_HEAD_DIM / 2) * 4;
 /** Byte offsets of the vec4u fields (shader struct Params). */
 const AT = { wOff: 64, rowWords: 80, units: 96, plane1: 112, plane2: 128, plane3: 144, biasAt: 160, freq: 176 } as const;
 
@@ -130,9 +130,9 @@ export function fusedMatvecTiling(m: number, k: number): FusedMatvecTiling {
   return { WG: unitWorkgroup(Math.ceil(k / SIZING_UNIT_ELEMENTS)), TM };
 }
 
-const WEIGHT_DTYPES = ['f32', 'u32'] as const;
+export const WEIGHT_DTYPES = ['f32', 'u32'] as const;
 
-function layoutOf(op: string, kind: PackedKind, k: number): PackedRowLayout {
+export function layoutOf(op: string, kind: PackedKind, k: number): PackedRowLayout {
   if (!PACKED_KINDS.includes(kind)) rejectParam(op, 'kind', `unknown weight kind ${String(kind)}`);
   try {
     return packedRowLayout(kind, k, `ops.${op}`);
@@ -143,7 +143,7 @@ function layoutOf(op: string, kind: PackedKind, k: number): PackedRowLayout {
 }
 
 /** A weight operand: [rows, rowWords], u32 (any kind) or f32 (F32 only). */
-function checkWeight(op: string, name: string, w: OpOperand, kind: PackedKind, rows: number, layout: PackedRowLayout): void {
+export function checkWeight(op: string, name: string, w: OpOperand, kind: PackedKind, rows: number, layout: PackedRowLayout): void {
   if (w.dtype !== 'u32' && !(w.dtype === 'f32' && kind === 'F32')) {
     throw new TenonError('EINVAL', `${name} of kind ${kind} must be u32${kind === 'F32' ? ' or f32' : ''}`, { op: `ops.${op}`, reason: 'dtype-mismatch', ids: { operand: name } });
   }
@@ -160,7 +160,7 @@ function placement(op: string, p: { readonly n: number; readonly outStride?: num
   return { stride, col };
 }
 
-interface Fields {
+export interface Fields {
   readonly offsets: readonly number[];
   readonly m: number;
   readonly k: number;
@@ -180,7 +180,7 @@ interface Fields {
   readonly freq?: Float32Array;
 }
 
-function pack(bytes: number, f: Fields): ArrayBuffer {
+export function pack(bytes: number, f: Fields): ArrayBuffer {
   const buffer = new ArrayBuffer(bytes);
   const v = new DataView(buffer);
   const u32 = (byte: number, value: number): void => v.setUint32(byte, value, true);
@@ -201,7 +201,7 @@ function pack(bytes: number, f: Fields): ArrayBuffer {
   return buffer;
 }
 
-function kindConstants(kinds: readonly PackedKind[]): Record<string, number> {
+export function kindConstants(kinds: readonly PackedKind[]): Record<string, number> {
   const out: Record<string, number> = {};
   kinds.forEach((kind, s) => (out[`KIND${s}`] = PACKED_KIND_ID[kind]));
   return out;

@@ -6,6 +6,7 @@ import { argmax } from './argmax.js';
 import { attention } from './attention.js';
 import { biasAdd } from './bias-add.js';
 import { fusedAttention, fusedAttentionCombine, fusedAttentionSplit } from './fused-attention.js';
+import { FUSED_ATTENTION_BLOCK } from './fused-attention-block.js';
 import { FUSED_MATVEC } from './fused-matvec.js';
 import { fusedRopeKv, fusedRopeKvBias } from './fused-rope-kv.js';
 import { gather } from './gather.js';
@@ -48,6 +49,8 @@ export { attentionScale } from './attention.js';
 export type { BiasAddParams } from './bias-add.js';
 export { FUSED_ATTENTION_MAX_HEAD_DIM, fusedAttention, fusedAttentionCombine, fusedAttentionSplit, maxSplits, usedSplits } from './fused-attention.js';
 export type { FusedAttentionArrays, FusedAttentionCombineArrays, FusedAttentionCombineParams, FusedAttentionParams, FusedAttentionSplitParams } from './fused-attention.js';
+export { ATTENTION_BLOCK_MAX_GROUP, ATTENTION_BLOCK_MAX_GROUP_DIM, ATTENTION_BLOCK_MAX_HEAD_DIM, FUSED_ATTENTION_BLOCK, attentionBlockFits } from './fused-attention-block.js';
+export type { FusedAttentionBlockArrays, FusedAttentionBlockParams } from './fused-attention-block.js';
 export { FUSED_MATVEC, fusedMatvecTiling } from './fused-matvec.js';
 export type { FusedMatmulAddArrays, FusedMatmulAddParams, FusedMatvecForm, FusedMatvecTiling, FusedNormGluArrays, FusedNormGluParams, FusedNormMatmulArrays, FusedNormMatmulParams, FusedNormQkvRopeArrays, FusedNormQkvRopeParams } from './fused-matvec.js';
 export { fusedRopeKv, fusedRopeKvBias } from './fused-rope-kv.js';
@@ -121,6 +124,10 @@ export const OPS = {
   fused_attention: fusedAttention,
   fused_attention_split: fusedAttentionSplit,
   fused_attention_combine: fusedAttentionCombine,
+  fused_attention_block: FUSED_ATTENTION_BLOCK.block.plain,
+  fused_attention_block_subgroups: FUSED_ATTENTION_BLOCK.block.subgroups,
+  fused_attention_block_bias: FUSED_ATTENTION_BLOCK.bias.plain,
+  fused_attention_block_bias_subgroups: FUSED_ATTENTION_BLOCK.bias.subgroups,
   fused_norm_matmul: FUSED_MATVEC.normMatmul.plain,
   fused_norm_matmul_subgroups: FUSED_MATVEC.normMatmul.subgroups,
   fused_norm_glu: FUSED_MATVEC.normGlu.plain,
