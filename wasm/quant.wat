@@ -28,8 +28,15 @@
   (import "env" "memory" (memory 1))
 
   ;; 2^112: scales the bits of a half, shifted into an f32's place, to the half's value (normals and
-  ;; subnormals alike, exactly).
+  ;; subnormals alike, exactly). Used where halves are weights ($finite_half4 and the F16 dot).
   (global $HALF_SCALE f32 (f32.const 0x1p112))
+  ;; The exact decoders of scales ($half, $half4) never form a subnormal f32: an x86 core takes a slow
+  ;; microcode assist (~100 cycles) for each operation with one, and Q4_K / Q6_K super-block scales are
+  ;; often subnormal halves. Normal halves: the bits shifted into place plus the exponent bias difference
+  ;; (127 - 15, in the exponent field: HALF_REBIAS); subnormal halves: mantissa * 2^-24 (HALF_SUB_UNIT),
+  ;; an integer below 1024 times a power of two, exact and a normal f32 (or zero).
+  (global $HALF_REBIAS i32 (i32.const 0x38000000))
+  (global $HALF_SUB_UNIT f32 (f32.const 0x1p-24))
 
   ;; The sum of the four lanes of v: (l0 + l1) + (l2 + l3).
   (func $hsum (param $v v128) (result f32)
@@ -40,24 +47,30 @@
   ;; f32 value of the IEEE binary16 bits in the low 16 bits of $h (every pattern: subnormals, infinities,
   ;; NaN), exactly.
   (func $half (param $h i32) (result f32)
-    (local $sign i32)
+    (local $sign i32) (local $e i32)
     (local.set $sign (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16)))
-    (if (i32.eq (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0x7c00))
+    (local.set $e (i32.and (local.get $h) (i32.const 0x7c00)))
+    (if (i32.eq (local.get $e) (i32.const 0x7c00))
       (then (return (f32.reinterpret_i32 (i32.or (local.get $sign)
         (i32.or (i32.const 0x7f800000) (i32.shl (i32.and (local.get $h) (i32.const 0x3ff)) (i32.const 13))))))))
+    (if (i32.eqz (local.get $e))
+      (then (return (f32.reinterpret_i32 (i32.or (local.get $sign)
+        (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (i32.and (local.get $h) (i32.const 0x3ff))) (global.get $HALF_SUB_UNIT))))))))
     (f32.reinterpret_i32 (i32.or (local.get $sign)
-      (i32.reinterpret_f32 (f32.mul (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
-        (global.get $HALF_SCALE))))))
+      (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (global.get $HALF_REBIAS)))))
 
   ;; The same for four halves, one in the low 16 bits of each i32 lane (every pattern).
   (func $half4 (param $h v128) (result v128)
-    (local $sign v128) (local $finite v128) (local $special v128) (local $isSpecial v128)
+    (local $sign v128) (local $finite v128) (local $special v128) (local $isSpecial v128) (local $e v128)
     (local.set $sign (i32x4.shl (v128.and (local.get $h) (i32x4.splat (i32.const 0x8000))) (i32.const 16)))
-    (local.set $finite (f32x4.mul (i32x4.shl (v128.and (local.get $h) (i32x4.splat (i32.const 0x7fff))) (i32.const 13))
-      (f32x4.splat (global.get $HALF_SCALE))))
+    (local.set $e (v128.and (local.get $h) (i32x4.splat (i32.const 0x7c00))))
+    (local.set $finite (v128.bitselect
+      (f32x4.mul (f32x4.convert_i32x4_u (v128.and (local.get $h) (i32x4.splat (i32.const 0x3ff)))) (f32x4.splat (global.get $HALF_SUB_UNIT)))
+      (i32x4.add (i32x4.shl (v128.and (local.get $h) (i32x4.splat (i32.const 0x7fff))) (i32.const 13)) (i32x4.splat (global.get $HALF_REBIAS)))
+      (i32x4.eq (local.get $e) (i32x4.splat (i32.const 0)))))
     (local.set $special (v128.or (i32x4.splat (i32.const 0x7f800000))
       (i32x4.shl (v128.and (local.get $h) (i32x4.splat (i32.const 0x3ff))) (i32.const 13))))
-    (local.set $isSpecial (i32x4.eq (v128.and (local.get $h) (i32x4.splat (i32.const 0x7c00))) (i32x4.splat (i32.const 0x7c00))))
+    (local.set $isSpecial (i32x4.eq (local.get $e) (i32x4.splat (i32.const 0x7c00))))
     (v128.or (local.get $sign) (v128.bitselect (local.get $special) (local.get $finite) (local.get $isSpecial))))
 
   ;; Four finite halves (no exponent of all ones), each sign-extended into an i32 lane: shifted left 13,
