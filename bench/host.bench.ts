@@ -14,7 +14,13 @@
 // measured on this machine kind, not in this run) and which aims were met, with the note printed below
 // the tables. Nothing here asserts anything about time; a side that computes differently throws, and each
 // side's kernel counters (runtime.hostKernels()) prove which path ran.
+// Kernel sets: this process turns on V8's relaxed SIMD (--experimental-wasm-relaxed-simd, set at load,
+// before any kernel module is compiled; Chromium has it by default), so the `wasm` side runs whatever
+// feature detection selects (the relaxed-SIMD set where the flag took) and a `simd` side runs the plain
+// SIMD set (hostKernelFaults.noRelaxedSimd while its runtime is made: an engine without the proposal) in
+// the same interleaved rounds. Every row records the kernel set each side ran (hostKernels().kernelSet).
 import os from 'node:os';
+import v8 from 'node:v8';
 import * as ort from 'onnxruntime-web';
 import { it } from 'vitest';
 import { LOWERING_KINDS } from '../src/model/index.js';
@@ -26,6 +32,7 @@ import {
   createHostProvider,
   createRuntime,
   fromArray,
+  hostKernelFaults,
   loadModel,
   packedRowLayout,
   parseLlamaModel,
@@ -40,6 +47,8 @@ import { HOST_CPU, formatPairTable, machineInfo, median, pairResult, writeResult
 import type { PairResult } from './report.js';
 import { matmulModel } from './submit/onnx.js';
 import { perDispatchHostRuntimes } from '../src/submit/graph.js';
+
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 /** The issue's reference figures, one thread on this machine kind (issue 12). */
 const REFERENCE = {
@@ -93,10 +102,14 @@ async function interleaved(sides: readonly Side[], rounds: number, warmup = 1): 
   return times.map((t) => ({ median: median(t), min: Math.min(...t), max: Math.max(...t), rounds }));
 }
 
-/** A runtime's kernel counters, checked: the `wasm` side ran WebAssembly kernels, the `scalar` side none. */
+/**
+ * A runtime's kernel counters, checked: the `wasm` and `simd` sides ran WebAssembly kernels (`simd` the
+ * plain SIMD set), the `scalar` side none.
+ */
 function kernelCounts(name: string, runtime: Runtime, label: string): HostKernelStats {
   const stats = runtime.hostKernels()!;
-  const ok = name === 'wasm' ? stats.kind === 'wasm-simd' && stats.wasmDispatches > 0 : stats.kind === 'scalar' && stats.wasmDispatches === 0;
+  const ran = stats.kind === 'wasm-simd' && stats.wasmDispatches > 0;
+  const ok = name === 'wasm' ? ran : name === 'simd' ? ran && stats.kernelSet === 'simd' : stats.kind === 'scalar' && stats.wasmDispatches === 0;
   if (!ok) throw new Error(`${label}: the ${name} side ran ${JSON.stringify(stats)}`);
   return stats;
 }
@@ -116,15 +129,21 @@ async function readF32(group: AllocationGroup, slot: DescriptorSlot): Promise<Fl
 type HostSide = { provider: HostProvider; runtime: Runtime };
 
 /**
- * A host runtime per kernel choice over its own provider; with `perDispatch`, also the unprepared wasm
- * side; with `q8`, also the q8-activation side (hostKernels 'wasm-q8').
+ * A host runtime per kernel choice over its own provider: `wasm` (the detected kernel set), `simd` (the
+ * plain SIMD set), `scalar`; with `perDispatch`, also the unprepared wasm side; with `q8`, also the
+ * q8-activation side (hostKernels 'wasm-q8').
  */
-function runtimes(perDispatch = false, q8 = false): Record<'wasm' | 'scalar', HostSide> & { perDispatch?: HostSide; q8?: HostSide } {
-  const make = (choice: HostKernelChoice) => {
+function runtimes(perDispatch = false, q8 = false): Record<'wasm' | 'simd' | 'scalar', HostSide> & { perDispatch?: HostSide; q8?: HostSide } {
+  const make = (choice: HostKernelChoice, plainSimd = false) => {
     const provider = createHostProvider();
-    return { provider, runtime: createRuntime(provider, { hostKernels: choice }) };
+    hostKernelFaults.noRelaxedSimd = plainSimd;
+    try {
+      return { provider, runtime: createRuntime(provider, { hostKernels: choice }) };
+    } finally {
+      hostKernelFaults.noRelaxedSimd = false;
+    }
   };
-  const sides = { wasm: make('wasm'), scalar: make('scalar'), ...(q8 ? { q8: make('wasm-q8') } : {}) };
+  const sides = { wasm: make('wasm'), simd: make('wasm', true), scalar: make('scalar'), ...(q8 ? { q8: make('wasm-q8') } : {}) };
   if (!perDispatch) return sides;
   const unprepared = make('wasm');
   perDispatchHostRuntimes.add(unprepared.runtime);
@@ -147,6 +166,9 @@ interface MatmulRow {
   wasmMs: number;
   scalarMs: number;
   ortMs: number;
+  /** The kernel set of the `wasm` side (the `simd` side always runs plain SIMD). */
+  kernelSet: string;
+  simdMs: number;
   wasmGflops: number;
   ortGflops: number;
   wasmVsOrt: number;
@@ -185,15 +207,17 @@ async function matmulCase(size: number, rounds: number): Promise<MatmulRow> {
   }
   if (!(diff <= 1e-3)) throw new Error(`matmul ${size}: tenon and onnxruntime-web differ (${diff})`);
   const step = (s: (typeof sides)[string]) => async () => void (s.group = await submit(s.runtime, s.graph, s.group));
-  const [w, sc, o] = await interleaved(
+  const [w, sc, o, ps] = await interleaved(
     [
       { name: 'wasm', run: step(sides['wasm']!) },
       { name: 'scalar', run: step(sides['scalar']!) },
       { name: 'ort', run: async () => void (await session.run(feeds)) },
+      { name: 'simd', run: step(sides['simd']!) },
     ],
     rounds,
   );
   await session.release();
+  const kernelSet = sides['wasm']!.runtime.hostKernels()!.kernelSet;
   for (const [name, s] of Object.entries(sides)) {
     kernelCounts(name, s.runtime, `matmul ${size}`);
     s.group.dispose();
@@ -203,7 +227,9 @@ async function matmulCase(size: number, rounds: number): Promise<MatmulRow> {
   return {
     size,
     rounds,
+    kernelSet,
     wasmMs: w!.median,
+    simdMs: ps!.median,
     scalarMs: sc!.median,
     ortMs: o!.median,
     wasmGflops: gflops(w!.median),
@@ -217,7 +243,10 @@ async function matmulCase(size: number, rounds: number): Promise<MatmulRow> {
 interface QmatmulRow {
   kind: PackedKind;
   rounds: number;
+  /** The kernel set of the `wasm` side (the `simd` side always runs plain SIMD). */
+  kernelSet: string;
   wasmUsPerLayer: number;
+  simdUsPerLayer: number;
   scalarUsPerLayer: number;
   speedup: number;
   wasmGBs: number;
@@ -253,12 +282,18 @@ async function qmatmulCase(kind: PackedKind, rounds: number): Promise<QmatmulRow
   }
   for (const s of Object.values(results)) s.group = await submit(s.runtime, s.graph, s.group);
   for (const [i] of TINY_LLAMA_SHAPES.entries()) {
-    const w = await readF32(results['wasm']!.group, results['wasm']!.outs[i]!);
     const sc = await readF32(results['scalar']!.group, results['scalar']!.outs[i]!);
-    for (let j = 0; j < w.length; j++) if (!(Math.abs(w[j]! - sc[j]!) <= 1e-3 * (1 + Math.abs(sc[j]!)))) throw new Error(`qmatmul ${kind}: wasm and scalar differ at ${j}: ${w[j]} vs ${sc[j]}`);
+    for (const name of ['wasm', 'simd']) {
+      const w = await readF32(results[name]!.group, results[name]!.outs[i]!);
+      for (let j = 0; j < w.length; j++) if (!(Math.abs(w[j]! - sc[j]!) <= 1e-3 * (1 + Math.abs(sc[j]!)))) throw new Error(`qmatmul ${kind}: ${name} and scalar differ at ${j}: ${w[j]} vs ${sc[j]}`);
+    }
   }
   const step = (s: (typeof results)[string]) => async () => void (s.group = await submit(s.runtime, s.graph, s.group));
-  const [w, sc] = await interleaved([{ name: 'wasm', run: step(results['wasm']!) }, { name: 'scalar', run: step(results['scalar']!) }], rounds);
+  const [w, sc, ps] = await interleaved(
+    [{ name: 'wasm', run: step(results['wasm']!) }, { name: 'scalar', run: step(results['scalar']!) }, { name: 'simd', run: step(results['simd']!) }],
+    rounds,
+  );
+  const kernelSet = results['wasm']!.runtime.hostKernels()!.kernelSet;
   for (const [name, s] of Object.entries(results)) {
     kernelCounts(name, s.runtime, `qmatmul ${kind}`);
     s.group.dispose();
@@ -268,7 +303,9 @@ async function qmatmulCase(kind: PackedKind, rounds: number): Promise<QmatmulRow
   return {
     kind,
     rounds,
+    kernelSet,
     wasmUsPerLayer: perLayer(w!.median),
+    simdUsPerLayer: perLayer(ps!.median),
     scalarUsPerLayer: perLayer(sc!.median),
     speedup: sc!.median / w!.median,
     wasmGBs: (weightBytes * QMATMUL_REPEATS) / (w!.median * 1e6),
@@ -278,7 +315,13 @@ async function qmatmulCase(kind: PackedKind, rounds: number): Promise<QmatmulRow
 interface DecodeRow {
   model: string;
   rounds: number;
+  /** The kernel set each side ran (hostKernels().kernelSet). */
+  kernelSets: Record<string, string>;
   wasmTokS: number;
+  /** The plain SIMD set (the `simd` side). */
+  simdTokS: number;
+  /** Leading greedy ids on which the wasm and simd sides agree. */
+  simdAgreeingIds: number;
   scalarTokS: number;
   /** WebAssembly kernels, every dispatch bound per replay (no prepared host step). */
   perDispatchTokS: number;
@@ -327,9 +370,12 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
     },
   });
   const before = rts.wasm.runtime.hostKernels()!.wasmDispatches;
-  const [w, sc, pd, q] = await interleaved([side('wasm'), side('scalar'), side('perDispatch'), ...(q8 ? [side('q8')] : [])], rounds);
+  const [w, sc, pd, ps, q] = await interleaved([side('wasm'), side('scalar'), side('perDispatch'), side('simd'), ...(q8 ? [side('q8')] : [])], rounds);
   const wasmDispatches = rts.wasm.runtime.hostKernels()!.wasmDispatches - before;
-  for (const name of ['wasm', 'scalar'] as const) kernelCounts(name, rts[name].runtime, label);
+  for (const name of ['wasm', 'simd', 'scalar'] as const) kernelCounts(name, rts[name].runtime, label);
+  const kernelSets = Object.fromEntries(Object.entries(rts).map(([name, s]) => [name, s.runtime.hostKernels()!.kernelSet]));
+  let simdAgree = 0;
+  while (simdAgree < ids['wasm']!.length && ids['wasm']![simdAgree] === ids['simd']![simdAgree]) simdAgree++;
   kernelCounts('wasm', rts.perDispatch!.runtime, `${label} (per-dispatch)`);
   if (q8 && rts.q8!.runtime.hostKernels()!.activations !== 'q8') throw new Error(`${label}: the q8 side did not run q8 activations`);
   if (ids['perDispatch']!.join() !== ids['wasm']!.join()) throw new Error(`${label}: the per-dispatch side chose other ids`);
@@ -340,7 +386,10 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
   const row: DecodeRow = {
     model: label,
     rounds,
+    kernelSets,
     wasmTokS: tokS(w!.median),
+    simdTokS: tokS(ps!.median),
+    simdAgreeingIds: simdAgree,
     scalarTokS: tokS(sc!.median),
     perDispatchTokS: tokS(pd!.median),
     preparedSpeedup: pd!.median / w!.median,
@@ -447,6 +496,15 @@ it('bench:host', async () => {
     ...decode.map((r) =>
       pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host scalar', candidate: 'tenon host wasm-simd', baselineMedianMs: 1000 / r.scalarTokS, candidateMedianMs: 1000 / r.wasmTokS, rounds: r.rounds }),
     ),
+    ...matmul.map((r) =>
+      pairResult({ case: `matmul ${r.size}^3 f32`, baseline: 'tenon host wasm, plain SIMD set', candidate: `tenon host wasm, ${r.kernelSet} set`, baselineMedianMs: r.simdMs, candidateMedianMs: r.wasmMs, rounds: r.rounds }),
+    ),
+    ...qmatmul.map((r) =>
+      pairResult({ case: `qmatmul ${r.kind} matrix-vector, tiny-llama layer`, baseline: 'tenon host wasm, plain SIMD set', candidate: `tenon host wasm, ${r.kernelSet} set`, baselineMedianMs: r.simdUsPerLayer / 1000, candidateMedianMs: r.wasmUsPerLayer / 1000, rounds: r.rounds }),
+    ),
+    ...decode.map((r) =>
+      pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host wasm, plain SIMD set', candidate: `tenon host wasm, ${r.kernelSets['wasm']} set`, baselineMedianMs: 1000 / r.simdTokS, candidateMedianMs: 1000 / r.wasmTokS, rounds: r.rounds }),
+    ),
     ...decode.filter((r) => r.q8TokS !== undefined).map((r) =>
       pairResult({ case: `decode ${r.model}, ms/token`, baseline: 'tenon host wasm-simd (f32 activations)', candidate: 'tenon host wasm-q8 (8-bit activations)', baselineMedianMs: 1000 / r.wasmTokS, candidateMedianMs: 1000 / r.q8TokS!, rounds: r.rounds }),
     ),
@@ -457,18 +515,18 @@ it('bench:host', async () => {
 
   const lines: string[] = [];
   lines.push(...formatPairTable('bench:host (host provider, Node, one thread; ratio = wasm-simd time / baseline time)', pairs));
-  lines.push('', `host matmul (f32, one thread)      wasm ms  scalar ms   ORT ms  wasm GF/s  ORT GF/s  wasm/ORT  scalar/wasm  measured on`);
+  lines.push('', `host matmul (f32, one thread; wasm = the detected set, simd = plain SIMD)  wasm set      wasm ms  simd ms  scalar ms   ORT ms  wasm GF/s  ORT GF/s  wasm/ORT  scalar/wasm  measured on`);
   for (const r of matmul) {
-    lines.push(`  ${`${r.size}^3`.padEnd(32)}${r.wasmMs.toFixed(2).padStart(8)}${r.scalarMs.toFixed(2).padStart(11)}${r.ortMs.toFixed(2).padStart(9)}${r.wasmGflops.toFixed(1).padStart(11)}${r.ortGflops.toFixed(1).padStart(10)}${r.wasmVsOrt.toFixed(2).padStart(10)}${r.scalarVsWasm.toFixed(1).padStart(13)}  ${HOST_CPU.measuredOn}`);
+    lines.push(`  ${`${r.size}^3`.padEnd(32)}${r.kernelSet.padStart(14)}${r.wasmMs.toFixed(2).padStart(8)}${r.simdMs.toFixed(2).padStart(9)}${r.scalarMs.toFixed(2).padStart(11)}${r.ortMs.toFixed(2).padStart(9)}${r.wasmGflops.toFixed(1).padStart(11)}${r.ortGflops.toFixed(1).padStart(10)}${r.wasmVsOrt.toFixed(2).padStart(10)}${r.scalarVsWasm.toFixed(1).padStart(13)}  ${HOST_CPU.measuredOn}`);
   }
-  lines.push('', `qmatmul matrix-vector, tiny-llama shapes (us per ${TINY_LLAMA_SHAPES.map(([n, k]) => `${n}x${k}`).join(' + ')})`, '  kind        wasm us  scalar us  speedup  wasm GB/s  measured on');
-  for (const r of qmatmul) lines.push(`  ${r.kind.padEnd(10)}${r.wasmUsPerLayer.toFixed(1).padStart(9)}${r.scalarUsPerLayer.toFixed(1).padStart(11)}${r.speedup.toFixed(1).padStart(9)}${r.wasmGBs.toFixed(1).padStart(11)}  ${HOST_CPU.measuredOn}`);
-  lines.push('', `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed)`, '  model                          wasm tok/s  per-dispatch  prepared x  scalar tok/s  speedup  reference  wasm/ref  same ids  measured on');
+  lines.push('', `qmatmul matrix-vector, tiny-llama shapes (us per ${TINY_LLAMA_SHAPES.map(([n, k]) => `${n}x${k}`).join(' + ')})`, '  kind        wasm set  wasm us  simd us  scalar us  speedup  wasm GB/s  measured on');
+  for (const r of qmatmul) lines.push(`  ${r.kind.padEnd(10)}${r.kernelSet.padStart(14)}${r.wasmUsPerLayer.toFixed(1).padStart(9)}${r.simdUsPerLayer.toFixed(1).padStart(9)}${r.scalarUsPerLayer.toFixed(1).padStart(11)}${r.speedup.toFixed(1).padStart(9)}${r.wasmGBs.toFixed(1).padStart(11)}  ${HOST_CPU.measuredOn}`);
+  lines.push('', `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed)`, '  model                          wasm set      wasm tok/s  simd tok/s  per-dispatch  prepared x  scalar tok/s  speedup  reference  wasm/ref  same ids  measured on');
   for (const r of decode) {
     if (r.q8TokS !== undefined) {
-      lines.push(`  ${`${r.model} wasm-q8`.padEnd(31)}${r.q8TokS.toFixed(0).padStart(11)}${'-'.padStart(14)}${'-'.padStart(12)}${'-'.padStart(14)}${'-'.padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.q8VsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.q8AgreeingIds).padStart(10)}  ${HOST_CPU.measuredOn} (same ids: vs wasm-simd)`);
+      lines.push(`  ${`${r.model} wasm-q8`.padEnd(31)}${(r.kernelSets['q8'] ?? '-').padEnd(14)}${r.q8TokS.toFixed(0).padStart(11)}${'-'.padStart(12)}${'-'.padStart(14)}${'-'.padStart(12)}${'-'.padStart(14)}${'-'.padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.q8VsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.q8AgreeingIds).padStart(10)}  ${HOST_CPU.measuredOn} (same ids: vs wasm-simd)`);
     }
-    lines.push(`  ${r.model.padEnd(31)}${r.wasmTokS.toFixed(0).padStart(11)}${r.perDispatchTokS.toFixed(0).padStart(14)}${r.preparedSpeedup.toFixed(2).padStart(12)}${r.scalarTokS.toFixed(0).padStart(14)}${r.speedup.toFixed(1).padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.wasmVsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.agreeingIds).padStart(10)}  ${HOST_CPU.measuredOn}`);
+    lines.push(`  ${r.model.padEnd(31)}${r.kernelSets['wasm']!.padEnd(14)}${r.wasmTokS.toFixed(0).padStart(11)}${r.simdTokS.toFixed(0).padStart(12)}${r.perDispatchTokS.toFixed(0).padStart(14)}${r.preparedSpeedup.toFixed(2).padStart(12)}${r.scalarTokS.toFixed(0).padStart(14)}${r.speedup.toFixed(1).padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}${(r.wasmVsReference?.toFixed(2) ?? '-').padStart(10)}${String(r.agreeingIds).padStart(10)}  ${HOST_CPU.measuredOn}`);
   }
   const machine = machineInfo(loadAtStart);
   const loadNote = loadWarning(loadAtStart);
@@ -483,6 +541,7 @@ it('bench:host', async () => {
     reference: REFERENCE,
     aims,
     aimsMet: `${aims.filter((a) => a.met).length} of ${aims.length}`,
+    kernelSets: 'wasm rows: the set feature detection selected with V8 relaxed SIMD turned on (kernelSet on each row); simd rows: the plain SIMD set (hostKernelFaults.noRelaxedSimd), same process, same rounds.',
     aimsNote: 'Every side ran in this one process, rounds interleaved. Reference figures come from the issue (llama2.c run.c -O3 and llama.cpp llama-bench tg128, one thread, on this machine kind), not from this run.',
     matmul: matmul.map((r) => ({ ...r, ...HOST_CPU })),
     qmatmul: qmatmul.map((r) => ({ ...r, ...HOST_CPU })),
