@@ -10,7 +10,10 @@
 // Chromium). For each mutant: apply one exact text replacement to one source file of the copy, have the
 // lane drop what it cached of that file (and rebuild dist/workers when the node lane's Node build reads
 // it), run the named test files with only the tests whose titles carry the mutant's IDs selected, restore
-// the file byte for byte, and have the lane drop its cache of the file again. A run that is not a kill is
+// the file byte for byte, and have the lane drop its cache of the file again. A mutant may name a `focus`
+// (text in the full names of the named tests that exercise its code, e.g. its weight kind): those run
+// first, and anything but a kill there goes on to all the named tests; a focus that selects no passing
+// named test in the control is reported `stale`. A run that is not a kill is
 // repeated with every test of the named files selected (still mutated), so `survived` and
 // `failed-elsewhere` mean exactly what they mean for a whole-file run. A change to the lane's own vitest
 // config cannot be invalidated: such a mutant gets a fresh lane, before and after.
@@ -183,12 +186,22 @@ function record(m, r) {
   say(`${r.verdict.padEnd(17)}${m.id.padEnd(36)}${(r.seconds === undefined ? '-' : `${r.seconds}s`).padStart(8)}  (${m.guarantees.join(', ')}) ${r.detail}`);
 }
 
-/** Specs of one run: each file once, selecting the tests that carry any of the IDs given for it. */
-function filteredSpecs(ms) {
+/**
+ * Specs of one run: each file once, selecting the tests that carry any of the IDs given for it; with
+ * `focus`, only those whose full name also contains that text.
+ */
+function filteredSpecs(ms, focus) {
   const byFile = new Map();
   for (const m of ms) for (const f of m.tests) byFile.set(f, [...(byFile.get(f) ?? []), ...m.guarantees]);
-  return [...byFile].map(([file, idsOfFile]) => ({ file, pattern: idPattern(idsOfFile) }));
+  const narrow = focus === undefined ? '' : `^(?=[\\s\\S]*${escapeRegExp(focus)})[\\s\\S]*`;
+  return [...byFile].map(([file, idsOfFile]) => ({ file, pattern: `${narrow}${idPattern(idsOfFile)}` }));
 }
+
+/** `text` as a RegExp source that matches it literally. */
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+
+/** The named tests of `m` that its `focus` selects (all of them without one). */
+const focused = (m, tests) => namedTests(m, tests).filter((t) => m.focus === undefined || t.name.includes(m.focus));
 
 /**
  * The control tests of a lane from its --lane-reports report, or undefined when there is none or it lacks
@@ -266,8 +279,7 @@ async function runLane(lane, inLane) {
     if (targets.length === 0) return;
     const byFile = new Map();
     for (const t of targets) byFile.set(t.file, [...(byFile.get(t.file) ?? []), t.title]);
-    const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
-    const specs = [...byFile].map(([file, titles]) => ({ file, pattern: [...new Set(titles)].map(escape).join('|') }));
+    const specs = [...byFile].map(([file, titles]) => ({ file, pattern: [...new Set(titles)].map(escapeRegExp).join('|') }));
     const run = await client.run(specs, RUN_LIMIT_MS);
     const after = run.report === undefined ? [] : testsOf(run.report, root);
     const bad = run.timedOut || run.report === undefined
@@ -293,6 +305,10 @@ async function runLane(lane, inLane) {
       record(m, { ...base, verdict: 'unguarded', detail: `no passing test in ${m.tests.join(', ')} names ${m.guarantees.join(' or ')}` });
       continue;
     }
+    if (focused(m, controlTests).filter((t) => t.status === 'passed').length === 0) {
+      record(m, { ...base, verdict: 'stale', detail: `its focus "${m.focus}" selects no passing named test` });
+      continue;
+    }
     const file = join(root, m.file);
     const original = readFileSync(file);
     const text = original.toString('utf8');
@@ -306,9 +322,20 @@ async function runLane(lane, inLane) {
     writeFileSync(file, text.slice(0, at) + m.replace + text.slice(at + m.find.length));
     client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
-    // The first failed named test decides (killed): the lane stops the run there.
-    let run = await client.run(filteredSpecs([m]), RUN_LIMIT_MS, { files: m.tests, ids: m.guarantees });
-    let verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
+    // The first failed named test decides (killed): the lane stops the run there. A mutant's `focus` (the
+    // named tests of the code it breaks, e.g. its weight kind's) runs first; anything but a kill there
+    // goes on to every named test, so a focus only ever saves time.
+    let run;
+    let verdict;
+    if (m.focus !== undefined) {
+      run = await client.run(filteredSpecs([m], m.focus), RUN_LIMIT_MS, { files: m.tests, ids: m.guarantees });
+      verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
+      if (verdict.verdict !== 'killed' && client.child === undefined) await restart().catch(() => undefined);
+    }
+    if (verdict?.verdict !== 'killed') {
+      run = await client.run(filteredSpecs([m]), RUN_LIMIT_MS, { files: m.tests, ids: m.guarantees });
+      verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
+    }
     if (verdict.verdict === 'survived' || verdict.verdict === 'failed-elsewhere') {
       // Not a kill with only the named tests selected: the whole files decide, as they always did.
       run = await client.run(
