@@ -62,7 +62,7 @@ interface Breakdown {
   readonly stallsPerToken: number;
   /** Exchanges per token where each rank arrived last. */
   readonly lateCount: readonly number[];
-  /** Per rank: best (min) µs per token of its segments summed, by kind: attention (the first includes the embedding), FFN, tail. */
+  /** Per rank: best (min) µs per token of its segments summed, by kind: attention (the first includes the embedding), FFN, tail (its own best; the ideal uses the best step's slower tail). */
   readonly bestMicros: readonly { readonly attention: number; readonly ffn: number; readonly tail: number }[];
   /** Per rank: µs per token of its segments over their best (all segments, on or off the critical path). */
   readonly excessMicros: readonly number[];
@@ -79,6 +79,9 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
   const E = steps[0]![0]!.exchanges.length;
   const seg = (t: RankStepTrace, j: number): number => (j < E ? t.exchanges[j]!.entry : t.end) - (j === 0 ? t.start : t.exchanges[j - 1]!.exit);
   const best = steps.map((r) => Array.from({ length: E + 1 }, (_, j) => Math.min(...r.map((t) => seg(t, j)))));
+  // The tail (final norm, classifier chunks as claimed, candidate) moves work between the ranks from step to
+  // step: its best is the best step's slower rank, not each rank's own best.
+  const bestTail = Math.min(...steps[0]!.map((t, i) => Math.max(seg(t, E), seg(steps[1]![i]!, E))));
   const kind = (j: number): 'attention' | 'ffn' | 'tail' => (j === E ? 'tail' : j % 2 === 0 ? 'attention' : 'ffn');
   const wait = { attention: 0, ffn: 0, start: 0, tail: 0 };
   let structural = 0;
@@ -116,10 +119,9 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
       handoff += Math.max(ea.exit, eb.exit) - Math.max(ea.entry, eb.entry);
       critical += seg([a, b][L]!, j) - best[L]![j]!;
     }
-    const tailLate = a.end >= b.end ? 0 : 1;
-    critical += seg([a, b][tailLate]!, E) - best[tailLate]![E]!;
+    critical += Math.max(seg(a, E), seg(b, E)) - bestTail;
   }
-  const ideal = Array.from({ length: E + 1 }, (_, j) => Math.max(best[0]![j]!, best[1]![j]!)).reduce((x, y) => x + y, 0);
+  const ideal = Array.from({ length: E }, (_, j) => Math.max(best[0]![j]!, best[1]![j]!)).reduce((x, y) => x + y, bestTail);
   const us = (ms: number): number => (ms * 1000) / n;
   return {
     spanMicros: us(span),

@@ -5,6 +5,7 @@
 // workers/rank.worker.ts; activations cross over SAB rings. Model: stories260K.bin (dense F32, GQA 8/4).
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  CLASSIFIER_CHUNK_ROWS,
   LlamaForward,
   PartitionedSession,
   checkPartition,
@@ -156,6 +157,32 @@ describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', 
     const tensor = await greedy(await session(evenTensorPartition(partitionModelOf(model!), 2)), 4);
     expect(tensor.ids).toEqual(refIds);
     tensor.logits.forEach((l, i) => expect(maxRelative(l, refLogits[i]!)).toBeLessThan(1e-5));
+  }, TIMEOUT);
+});
+
+describe.skipIf(!present)('the shared classifier of a tensor partition', () => {
+  it('[TS-dist-shared-classifier] tensor ranks compute the classifier in claimed chunks: each chunk once per step, by whichever rank gets there first, with the same logits', async () => {
+    const partition = evenTensorPartition(partitionModelOf(model!), 2);
+    const a = await session(partition);
+    const b = await session(partition);
+    const ra = await a.step(PROMPT);
+    // Every chunk of every rank's rows, once (which rank computed which depends on who got there first).
+    const plans = checkPartition(partitionModelOf(model!), partition).plans;
+    const chunks = plans.reduce((n, p) => n + Math.ceil((p.vocabEnd - p.vocabStart) / CLASSIFIER_CHUNK_ROWS), 0);
+    expect(chunks).toBeGreaterThanOrEqual(2);
+    expect((await a.counters()).reduce((x, c) => x + c.classifierChunks, 0)).toBe(chunks);
+    // Rank 1 reaches its classifier only after rank 0 voted: rank 0 computed every chunk, its own and rank 1's.
+    await b.setRankFaults(1, { classifierLast: true });
+    const rb = await b.step(PROMPT);
+    expect((await b.counters()).map((c) => c.classifierChunks)).toEqual([chunks, 0]);
+    expect(sameBits(rb.logits, ra.logits)).toBe(true);
+    expect(rb.argmax).toBe(ra.argmax);
+    // Claims start over with every step: the next step computes every chunk once more.
+    const [na, nb] = await Promise.all([a.step([ra.argmax]), b.step([rb.argmax])]);
+    expect((await a.counters()).reduce((x, c) => x + c.classifierChunks, 0)).toBe(2 * chunks);
+    expect((await b.counters()).reduce((x, c) => x + c.classifierChunks, 0)).toBe(2 * chunks);
+    expect(sameBits(nb.logits, na.logits)).toBe(true);
+    expect(nb.argmax).toBe(na.argmax);
   }, TIMEOUT);
 });
 

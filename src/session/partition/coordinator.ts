@@ -260,7 +260,9 @@ export class PartitionedSession {
       const session = new PartitionedSession(checked, options, handles, ctrl, logits, rings, trace);
       await Promise.all(
         checked.plans.map((plan, r) => {
-          const w = rankWeights(weights, plan);
+          // A tensor rank may compute any rank's classifier rows (claimed in chunks): it holds all of them.
+          const shared = partition.kind === 'tensor' && n > 1;
+          const w = shared ? { ...rankWeights(weights, plan), classifier: weights.classifier.slice() } : rankWeights(weights, plan);
           const init: RankInit = {
             t: 'init',
             rank: r,
@@ -279,6 +281,7 @@ export class PartitionedSession {
             kernels: options.hostKernels ?? 'auto',
             device: devices[r]!,
             spinMicros,
+            sharedClassifier: shared ? checked.plans.map((p) => [p.vocabStart, p.vocabEnd] as const) : [],
             trace,
             traceSteps,
           };
@@ -551,6 +554,7 @@ export class PartitionedSession {
     Atomics.store(c, CTRL.CMD_COUNT, T);
     tokens.forEach((t, i) => Atomics.store(c, CTRL.TOKENS + i, t));
     Atomics.store(c, CTRL.VOTE_BASE, Atomics.load(c, CTRL.VOTES));
+    for (let r = 0; r < n; r++) Atomics.store(c, rankBase(this.maxBatch, r) + RANK_WORD.CLAIMED, 0);
     // The commit decision names epoch + skew (fault seam); whichever rank decides that round applies it.
     Atomics.store(c, CTRL.DECISION_SKEW, this.faults.decisionEpochSkew);
     this.faults.decisionEpochSkew = 0;
@@ -591,15 +595,15 @@ export class PartitionedSession {
   }
 
   /**
-   * The greedy id of the step: among the classifying ranks' candidates (each the first largest logit of its
-   * own rows, computed on its thread), in vocabulary order, the first largest; the same index a scan of the
+   * The greedy id of the step: among the classifying ranks' candidates (each the first largest logit of the
+   * rows it computed, on its thread), the largest, ties to the smallest index; the same index a scan of the
    * whole row (argmax: ties go to the smallest index) gives for rows without NaN.
    */
   #greedy(logits: Float32Array): number {
     let best = -1;
     for (const p of this.#classifiers) {
       const i = Atomics.load(this.#ctrl, rankBase(this.maxBatch, p.rank) + RANK_WORD.BEST);
-      if (i >= 0 && (best < 0 || logits[i]! > logits[best]!)) best = i;
+      if (i >= 0 && (best < 0 || logits[i]! > logits[best]! || (logits[i] === logits[best] && i < best))) best = i;
     }
     return best;
   }

@@ -12,7 +12,9 @@
 // - tensor: every rank runs every layer on its share: KV heads [kvStart, kvEnd) (with the query heads of
 //   those groups), FFN columns [ffnStart, ffnEnd) and classifier rows [vocabStart, vocabEnd). Each range
 //   list tiles its whole extent in rank order. The attention output and FFN down projections give partial
-//   sums of the residual update that every rank adds in rank order (so all ranks hold the same bits).
+//   sums of the residual update that every rank adds in rank order (so all ranks hold the same bits). In a
+//   session of more than one tensor rank the vocabulary ranges say whose classifier rows a rank computes
+//   first; the ranks then help each other with the rest (protocol.ts RANK_WORD.CLAIMED).
 // The manifest lists every transfer of one step of T tokens: which activation, its shape, bytes and the
 // direction (from rank, to rank). It is derived from the validated partition and the config only.
 // Thread: any.

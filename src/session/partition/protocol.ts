@@ -61,7 +61,20 @@ export const RANK_WORD = {
    * candidates instead of scanning the whole vocabulary on its own thread after the step.
    */
   BEST: 5,
+  /**
+   * Tensor partitions of more than one rank: chunks of this rank's classifier rows claimed so far in the
+   * current step, by any rank (Atomics.add; the coordinator zeroes it before issuing the step). A rank
+   * claims its own rows first, then helps the other ranks with theirs (rank.ts claimClassifierRows).
+   */
+  CLAIMED: 6,
 } as const;
+
+/**
+ * Rows of one classifier chunk: the unit a rank claims. Small enough that the ranks end their classifier
+ * within one chunk's time of each other (~40 µs at dim 288 on one core), large enough that claiming costs
+ * nothing next to computing it.
+ */
+export const CLASSIFIER_CHUNK_ROWS = 512;
 
 export const controlWords = (maxBatch: number, ranks: number): number => CTRL.TOKENS + maxBatch + ranks * RANK_WORDS;
 export const rankBase = (maxBatch: number, rank: number): number => CTRL.TOKENS + maxBatch + rank * RANK_WORDS;
@@ -92,6 +105,11 @@ export interface RankFaults {
   readonly failCheckpoint?: boolean;
   readonly failPrepare?: boolean;
   readonly failShardValidation?: boolean;
+  /**
+   * Shared classifier: claim no classifier rows until every other rank has voted on its execute phase (a
+   * rank that reaches its classifier last, e.g. preempted): the others must have computed every chunk.
+   */
+  readonly classifierLast?: boolean;
 }
 
 export interface RankInit {
@@ -118,6 +136,12 @@ export interface RankInit {
   readonly device: RankDevice;
   /** How long the rank polls a ring, decision or command word before it sleeps on it (µs; 0: never polls). */
   readonly spinMicros: number;
+  /**
+   * Tensor partitions of more than one rank: every rank's classifier rows [vocabStart, vocabEnd) in rank
+   * order, claimed in chunks by any rank (RANK_WORD.CLAIMED); the rank then holds the whole classifier.
+   * Empty otherwise (the rank computes exactly its own rows).
+   */
+  readonly sharedClassifier: readonly (readonly [number, number])[];
   /** The exchange trace (PartitionedSessionOptions.traceSteps; traceLayout), or undefined when off. */
   readonly trace: SharedArrayBuffer | undefined;
   /** Steps the trace keeps per rank (the last ones; 0 when off). */
@@ -231,6 +255,8 @@ export interface RankCounters {
   readonly scalarDispatches: number;
   /** WebGPU ranks: queue submissions made (0 on host ranks). */
   readonly gpuSubmits: number;
+  /** Shared classifier: chunks of classifier rows this rank computed (all steps). */
+  readonly classifierChunks: number;
 }
 
 /** A cache shard header (JSON, before the KV rows). */

@@ -27,6 +27,14 @@ export interface RankLinks {
   sendHidden(x: Float32Array): void;
   /** Tensor: `out` = the sum of every rank's `partial`, added in rank order. */
   allReduce(partial: Float32Array, out: Float32Array): void;
+  /**
+   * Tensor partitions of more than one rank: the ranks share the classifier (each holds every row) and
+   * compute it in chunks claimed through claimClassifierRows. False: the rank computes exactly its own rows
+   * [vocabStart, vocabEnd).
+   */
+  readonly sharedClassifier: boolean;
+  /** Shared classifier: the next chunk [start, end) of rows (vocabulary indices) to compute, or undefined when all are claimed. */
+  claimClassifierRows(): readonly [number, number] | undefined;
 }
 
 const BLOCK = 64;
@@ -103,7 +111,8 @@ export class RankForward {
     const B = maxBatch;
     const qw = (p.headEnd - p.headStart) * hd;
     const f = p.ffnEnd - p.ffnStart;
-    const vocabRows = p.vocabEnd - p.vocabStart;
+    // Logits rows: the classifier's (its own rows, or every row when the ranks share the classifier).
+    const vocabRows = weights.classifier.length / c.dim;
     const sizes = [
       weights.embedding.length,
       weights.outputNorm.length,
@@ -196,7 +205,7 @@ export class RankForward {
       d(matmulNT, { m: T, n: ffn, k: c.dim }),
       d(siluMul, { n: T * ffn }),
       d(matmulNT, { m: T, n: c.dim, k: ffn }),
-      d(matmulNT, { m: 1, n: p.vocabEnd - p.vocabStart, k: c.dim }),
+      d(matmulNT, { m: 1, n: this.#w.classifier.length / c.dim, k: c.dim }),
     ];
   }
 
@@ -275,8 +284,19 @@ export class RankForward {
     }
     run(rmsnorm, { rows: T, cols: dim, eps }, [x, this.#outputNorm, xb]);
     const last = xb.subarray((T - 1) * dim, T * dim);
-    run(matmulNT, { m: 1, n: p.vocabEnd - p.vocabStart, k: dim }, [last, this.#classifier, this.#logits]);
-    logits.set(this.#logits, p.vocabStart);
+    if (!links.sharedClassifier) {
+      run(matmulNT, { m: 1, n: p.vocabEnd - p.vocabStart, k: dim }, [last, this.#classifier, this.#logits]);
+      logits.set(this.#logits, p.vocabStart);
+      return;
+    }
+    // Shared classifier (every row held here): chunks as claimed, each row's dot product as in one matmul
+    // over all rows (the kernel's arithmetic per row does not depend on the row count).
+    for (let rows = links.claimClassifierRows(); rows !== undefined; rows = links.claimClassifierRows()) {
+      const [a, b] = rows;
+      const out = this.#logits.subarray(a, b);
+      run(matmulNT, { m: 1, n: b - a, k: dim }, [last, this.#classifier.subarray(a * dim, b * dim), out]);
+      logits.set(out, a);
+    }
   }
 
   /** Zeroes KV rows [from, maxSeq) of every layer (rollback of an append-only cache). */

@@ -14,7 +14,7 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
+import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
@@ -102,12 +102,18 @@ export class Rank implements RankLinks {
   readonly #readers = new Map<number, RingReader>();
   readonly #scratch: Float32Array;
   readonly #best = new Uint32Array(1);
+  /** Shared classifier: the rank whose rows this rank claims next (an offset from its own, in rank order). */
+  #claimFrom = 0;
+  /** Shared classifier: the chunks this rank computed in the current step, as [start, end) pairs. */
+  readonly #claimed: number[] = [];
   /** Counters (benchmarks): activation exchanges, microseconds inside them, microseconds in forward passes. */
   #exchanges = 0;
   #exchangeMicros = 0;
   #forwardMicros = 0;
   /** Futex sleeps inside exchanges (the spin ran out before the peer arrived). */
   #exchangeSleeps = 0;
+  /** Shared classifier: chunks computed. */
+  #classifierChunks = 0;
   /** Microseconds from casting a vote to seeing the decision, per phase. */
   readonly #decisionMicros = RANK_PHASES.map(() => 0);
   /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
@@ -242,6 +248,46 @@ export class Rank implements RankLinks {
     }
   }
 
+  get sharedClassifier(): boolean {
+    return this.#init.sharedClassifier.length > 0;
+  }
+
+  /**
+   * Claims the next chunk of classifier rows: this rank's own rows first, then each other rank's in rank
+   * order after it (one Atomics.add on that rank's CLAIMED word per claim, so every chunk goes to exactly one
+   * rank, whichever rank gets there first).
+   */
+  claimClassifierRows(): readonly [number, number] | undefined {
+    const ranges = this.#init.sharedClassifier;
+    const n = ranges.length;
+    if (this.#faults.classifierLast === true) this.#awaitPeersVoted();
+    for (; this.#claimFrom < n; this.#claimFrom++) {
+      const r = (this.#init.rank + this.#claimFrom) % n;
+      const [start, end] = ranges[r]!;
+      const chunk = Atomics.add(this.#ctrl, rankBase(this.#init.maxBatch, r) + RANK_WORD.CLAIMED, 1);
+      const a = start + chunk * CLASSIFIER_CHUNK_ROWS;
+      if (a < end) {
+        const b = Math.min(end, a + CLASSIFIER_CHUNK_ROWS);
+        this.#claimed.push(a, b);
+        this.#classifierChunks++;
+        return [a, b];
+      }
+    }
+    return undefined;
+  }
+
+  /** Fault seam classifierLast: blocks (fence-checked slices) until every other rank voted on execute. */
+  #awaitPeersVoted(): void {
+    const c = this.#ctrl;
+    const target = this.#voteBase + this.#init.ranks + (this.#init.ranks - 1);
+    for (;;) {
+      const votes = Atomics.load(c, CTRL.VOTES);
+      if (votes >= target) return;
+      if (this.#fenced()) throw new Fenced();
+      Atomics.wait(c, CTRL.VOTES, votes, WAIT_SLICE_MS);
+    }
+  }
+
   receiveHidden(x: Float32Array): void {
     const t0 = performance.now();
     this.#read(this.#init.rank - 1, x);
@@ -337,14 +383,22 @@ export class Rank implements RankLinks {
     }
   }
 
-  /** Writes this rank's greedy candidate (RANK_WORD.BEST) from its rows of the shared logits. */
+  /**
+   * Writes this rank's greedy candidate (RANK_WORD.BEST) from the rows of the shared logits it computed (its
+   * own rows, or the chunks it claimed): the largest, ties to the smallest index; -1 when it computed none.
+   */
   #candidate(): void {
     const p = this.#init.weights.plan;
     if (!p.classifies) return;
+    const rows = this.sharedClassifier ? this.#claimed : [p.vocabStart, p.vocabEnd];
     let best = -1;
-    if (p.vocabEnd > p.vocabStart) {
-      argmax.host({ rows: 1, cols: p.vocabEnd - p.vocabStart }, [this.#logits.subarray(p.vocabStart, p.vocabEnd), this.#best]);
-      best = p.vocabStart + this.#best[0]!;
+    for (let i = 0; i < rows.length; i += 2) {
+      const a = rows[i]!;
+      const b = rows[i + 1]!;
+      if (b <= a) continue;
+      argmax.host({ rows: 1, cols: b - a }, [this.#logits.subarray(a, b), this.#best]);
+      const j = a + this.#best[0]!;
+      if (best < 0 || this.#logits[j]! > this.#logits[best]! || (this.#logits[j] === this.#logits[best] && j < best)) best = j;
     }
     Atomics.store(this.#ctrl, this.#base + RANK_WORD.BEST, best);
   }
@@ -395,6 +449,8 @@ export class Rank implements RankLinks {
       if (this.#decision('checkpoint', epoch) !== 'proceed') return restore();
       this.#park('execute');
       let ok = true;
+      this.#claimFrom = 0;
+      this.#claimed.length = 0;
       const t0 = performance.now();
       this.#traceBegin(epoch, commandAt);
       this.#traceMark(TRACE_STEP.START);
@@ -587,6 +643,7 @@ export class Rank implements RankLinks {
           wasmDispatches: k.wasmDispatches,
           scalarDispatches: k.scalarDispatches,
           gpuSubmits: this.#forward instanceof DeviceRankForward ? this.#forward.gpuSubmits() : 0,
+          classifierChunks: this.#classifierChunks,
         };
         return counters;
       }
