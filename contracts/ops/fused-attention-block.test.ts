@@ -4,7 +4,7 @@
 // host twins (each chain op is checked against its twin on the GPU in its own suite; pipelines are the
 // cost here, so the chain is not rerun on the device).
 // Plan (seeded cases, tiny shapes; GQA groups 1, 2 and 4; head sizes 8 and 64; pos0 0, 1 and past one
-// tile of 128 positions; F32, Q8_0, Q4_K and mixes; the device's variant, and plain past a tile):
+// tile of 128 positions; F32, Q8_0 and Q4_K; the device's variant, and plain for one case past a tile):
 // (1) the written cache rows pos0 within each element's bound: the chain's per-dot bound
 //     2e-5·Σ|xn·w| + 1e-6, summed over a rotated pair, plus 4e-6·(1 + |a| + |b|) for the rotation;
 //     every other cache row untouched (bound 0);
@@ -27,6 +27,8 @@ const THETA = 10000;
 const ROPE_TOL = 4e-6;
 /** The attention output's bound, relative to 1 + the largest |v| of the group (see the plan). */
 const OUT_TOL = 2e-4;
+/** Pipeline compiles on SwiftShader under a loaded machine. */
+const TIMEOUT = 180_000;
 /** Positions per tile of the kernel. */
 const TILE = 128;
 /** Cache rows past pos0: reading or writing them shows. */
@@ -44,12 +46,14 @@ interface Case {
   readonly seed: number;
 }
 
+// Three pipelines (kinds, pairing and bias are pipeline constants or variants; compiling them is most of
+// this suite's time): F32 normal, Q8_0 NEOX with biases, Q4_K normal with biases and frequency factors.
 const CASES: readonly Case[] = [
   { kinds: ['F32', 'F32', 'F32'], kvHeads: 2, group: 1, headDim: 8, pos0: 0, style: 'normal', factors: false, bias: false, seed: 11 },
-  { kinds: ['Q8_0', 'Q8_0', 'Q8_0'], kvHeads: 1, group: 2, headDim: 8, pos0: 1, style: 'neox', factors: false, bias: true, seed: 12 },
-  { kinds: ['Q4_K', 'Q4_K', 'Q8_0'], kvHeads: 2, group: 4, headDim: 8, pos0: 150, style: 'normal', factors: true, bias: true, seed: 13 },
-  { kinds: ['F32', 'Q8_0', 'Q8_0'], kvHeads: 1, group: 4, headDim: 64, pos0: 133, style: 'neox', factors: false, bias: false, seed: 14 },
-  { kinds: ['Q8_0', 'F32', 'F32'], kvHeads: 2, group: 2, headDim: 64, pos0: 1, style: 'normal', factors: false, bias: true, seed: 15 },
+  { kinds: ['F32', 'F32', 'F32'], kvHeads: 1, group: 4, headDim: 64, pos0: 133, style: 'normal', factors: false, bias: false, seed: 12 },
+  { kinds: ['Q8_0', 'Q8_0', 'Q8_0'], kvHeads: 1, group: 2, headDim: 8, pos0: 1, style: 'neox', factors: false, bias: true, seed: 13 },
+  { kinds: ['Q8_0', 'Q8_0', 'Q8_0'], kvHeads: 2, group: 2, headDim: 64, pos0: 150, style: 'neox', factors: false, bias: true, seed: 14 },
+  { kinds: ['Q4_K', 'Q4_K', 'Q4_K'], kvHeads: 2, group: 4, headDim: 8, pos0: 140, style: 'normal', factors: true, bias: true, seed: 15 },
 ];
 
 interface Built {
@@ -170,17 +174,17 @@ describe('fused_attention_block: one dispatch against fused_norm_qkv_rope -> fus
 
   it('[OPS-fused-attention-block] the device\'s variant: GQA 1/2/4, head sizes 8 and 64, pos0 0, 1 and past a tile, both pairings, biases, F32/Q8_0/Q4_K: caches and output within the stated bounds of the chain, host twin = the chain\'s twins bit for bit', async () => {
     await check(qmatmulVariant(gpu()), CASES);
-  });
+  }, TIMEOUT);
 
-  it('[OPS-fused-attention-block] the plain reduction on a device with subgroups: the two cases past a tile', async (ctx) => {
+  it('[OPS-fused-attention-block] the plain reduction on a device with subgroups: a Q8_0 case past a tile', async (ctx) => {
     if (qmatmulVariant(gpu()) === 'plain') {
       ctx.skip();
       return;
     }
-    await check('plain', CASES.filter((c) => c.pos0 >= TILE));
-  });
+    await check('plain', CASES.filter((c) => c.pos0 >= TILE && c.kinds[0] === 'Q8_0'));
+  }, TIMEOUT);
 
-  it('[OPS-check] fused_attention_block rejects a query group past its workgroup memory (which the chain accepts) and the chain\'s own errors with EINVAL', async () => {
+  it('[OPS-fused-attention-block] fused_attention_block rejects a query group past its workgroup memory (which the chain accepts) and the chain\'s own errors with EINVAL', async () => {
     const p = gpu();
     const [x, vec, wq, wk4, wk2, out, cache4, cache2] = await Promise.all([
       zeros(p, 'f32', [1, 32]), zeros(p, 'f32', [32]), zeros(p, 'f32', [32, 32]), zeros(p, 'f32', [4, 32]),

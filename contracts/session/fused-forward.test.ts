@@ -5,16 +5,17 @@
 //     layer, untied Q6_K classifier): a batched pass with per-row logits and, for stories260K, greedy decode
 //     steps, fused within 2e-4·(1 + |logit|) of unfused with the same argmax everywhere, and stories260K's
 //     greedy continuation equal to llama2.c's published ids through the fused list;
-// (2) TS-fused-dispatches: a decode step is 5 dispatches per layer + 3 (embedding, classifier with the final
-//     norm folded in, argmax) fused; unfused 17 per layer + 4 on the host, and on WebGPU 6 per F32 layer + 3
+// (2) TS-fused-dispatches: a decode step is 4 dispatches per dense layer + 3 (embedding, classifier with the
+//     final norm folded in, argmax) fused (fused_attention_block, then O, gate/up, down); unfused 17 per layer + 4 on the host, and on WebGPU 6 per F32 layer + 3
 //     (matmul_nt_norm_qkv + fused_rope_kv, O and down adding into the residual, matmul_nt_norm_glu; the final
-//     norm folded into the classifier, matmul_nt_norm); a cache longer than attentionSplit adds
-//     one dispatch per layer (the combine), and then split attention gives the unsplit logits within
+//     norm folded into the classifier, matmul_nt_norm); a cache longer than attentionSplit takes the
+//     two-pass attention split over positions with a combine (6 per layer), and then gives the block's logits within
 //     2e-4·(1 + |logit|) at every decode position;
 // (3) TS-fused-split: with every Q, K, V, O and FFN matrix split by rows under a 6 KiB binding limit, the
 //     fused list's logits are bit-identical to the unsplit fused run at every position of a prompt and its
 //     greedy continuation (parts written in place; split Q/K/V through fused_norm_matmul and
-//     fused_rope_kv; batched steps with split FFN matrices: TS-split-bindings);
+//     fused_rope_kv; both runs split decode attention over positions, so neither takes the attention
+//     block, which sums in its own order; batched steps with split FFN matrices: TS-split-bindings);
 // (4) TS-fused-forward on synthetic GGUF models written here (five block-32 weight kinds in every layer):
 //     qwen2 (Q/K/V biases through the combined vector, NEOX pairs, tied classifier), llama with
 //     rope_freqs, llama with routed experts: batched and decode logits within 2e-4 of unfused, same argmax;
@@ -46,7 +47,9 @@ const TIMEOUT = 600_000;
 const PROMPT = [1, 403, 407, 261, 378];
 const KNOWN_CONTINUATION = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317];
 /** Dispatches per layer and per step of a decode step (see the module comment of src/session/llama.ts). */
-const FUSED_PER_LAYER = 5;
+const FUSED_PER_LAYER = 4;
+/** The fused list where the attention block does not apply: fused_norm_qkv_rope, fused_attention_split, the combine, O, gate/up, down. */
+const FUSED_SPLIT_PER_LAYER = 6;
 const FUSED_PER_STEP = 3;
 const UNFUSED_PER_LAYER = 17;
 /** The unfused list on WebGPU, F32 weights: norm+Q/K/V, fused_rope_kv, attention, O (+x), norm+gate/up/SiLU, down (+x). */
@@ -176,7 +179,7 @@ async function pair(pc: ProviderCase, model: LoadedModel, options: LlamaForwardO
 
 for (const pc of providerCases()) {
   describe(`fused dispatch list on ${pc.name}`, () => {
-    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-forward][TS-fused-dispatches] stories260K: fused logits within 2e-4 of unfused, batched and decode, llama2.c greedy ids, 5 dispatches per layer + 3', async () => {
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-forward][TS-fused-dispatches] stories260K: fused logits within 2e-4 of unfused, batched and decode, llama2.c greedy ids, 4 dispatches per layer + 3', async () => {
       const model = await loadModel(stories!, { tokenizer: tok512! });
       const { fused, unfused, provider } = await pair(pc, model, { maxSeq: 64, maxBatch: 16 });
       try {
@@ -239,7 +242,7 @@ for (const pc of providerCases()) {
             expect(da.argmax).toBe(db.argmax);
             expectNear(da.logits, db.logits, `decode at ${pos}`);
           }
-          // Biases take the 8-binding path through the combined vector: the same 5 dispatches per layer.
+          // Biases take the attention block's bias form (the combined vector): the same 4 dispatches per layer.
           if (!spec.routed) expect(fused.stepDispatches(1)).toBe(FUSED_PER_LAYER * SYN.layers + FUSED_PER_STEP);
         } finally {
           fused.dispose();
@@ -278,7 +281,7 @@ for (const pc of providerCases()) {
       }
     }, TIMEOUT);
 
-    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-dispatches] a cache past attentionSplit positions: decode attention split over positions + combine (one dispatch more per layer), logits within 2e-4 of the unsplit attention', async () => {
+    it.skipIf(stories === undefined || tok512 === undefined)('[TS-fused-dispatches] a cache past attentionSplit positions: decode attention split over positions + combine (the two-pass path, 6 per layer), logits within 2e-4 of the attention block', async () => {
       const model = await loadModel(stories!, { tokenizer: tok512! });
       const provider = await pc.make();
       const runtime = createRuntime(provider);
@@ -286,7 +289,7 @@ for (const pc of providerCases()) {
       const whole = await LlamaForward.create(runtime, model, { maxSeq: 64, maxBatch: 16, kernels: 'fused', decode: 'plain' });
       try {
         const layers = model.config.layers;
-        expect(split.stepDispatches(1)).toBe((FUSED_PER_LAYER + 1) * layers + FUSED_PER_STEP);
+        expect(split.stepDispatches(1)).toBe(FUSED_SPLIT_PER_LAYER * layers + FUSED_PER_STEP);
         expect(whole.stepDispatches(1)).toBe(FUSED_PER_LAYER * layers + FUSED_PER_STEP);
         // Batched steps keep one attention dispatch per layer.
         expect(split.stepDispatches(4)).toBe(whole.stepDispatches(4));
@@ -310,7 +313,8 @@ for (const pc of providerCases()) {
       const small = pc.kind === 'host'
         ? createHostProvider({ maxAllocationBytes: limit, ...(inBrowser ? { shared: true } : {}) })
         : await createWebGPUProvider({ ...(inBrowser ? {} : { gpu: (globalThis as { __tenonNodeGPU?: GPU }).__tenonNodeGPU! }), limits: { maxBufferSize: limit, maxStorageBufferBindingSize: limit } });
-      const options = { maxSeq: 16, maxBatch: 1, kernels: 'fused', decode: 'plain' } as const;
+      // Decode attention split in both runs (8 < maxSeq): split Q/K/V never take the attention block, so the unsplit run must not either.
+      const options = { maxSeq: 16, maxBatch: 1, kernels: 'fused', decode: 'plain', attentionSplit: 8 } as const;
       try {
         const split = planWeights(model, small).tensors;
         for (const role of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) {

@@ -43,9 +43,11 @@
 //   `attentionSplit` positions, split over positions plus a combine dispatch), fused_matmul_add (O into the
 //   residual), fused_norm_glu (norm, gate/up and SiLU), fused_matmul_add (down into the residual): 5
 //   dispatches per dense layer (6 with a split decode attention), and the final norm folded into the
-//   classifier: embedding, classifier, argmax per step. Five is the floor for a layer on WebGPU, which has no
-//   barrier across workgroups: Q/K/V, attention, O, gate/up and down each need all of the previous
-//   step's output. Biases live after the norm weight in one combined vector per layer (filled by one
+//   classifier: embedding, classifier, argmax per step. A decode step where useAttentionBlock holds runs
+//   the first two as one fused_attention_block (one workgroup per KV head does its query group's Q/K/V,
+//   RoPE, KV write and attention, so no barrier across workgroups is needed between them): 4 dispatches
+//   per dense layer + 3. Otherwise five is the floor on WebGPU, which has no barrier across workgroups:
+//   Q/K/V, attention, O, gate/up and down each need all of the previous step's output. Biases live after the norm weight in one combined vector per layer (filled by one
 //   submission at construction), so the Q/K/V kernel binds eight storage buffers. A split matrix runs one
 //   fused dispatch per part, written straight into its columns (no scratch copies; a split Q, K or V goes
 //   through fused_norm_matmul into a qkv scratch, then fused_rope_kv: the same arithmetic, the same bits).
@@ -99,11 +101,13 @@ import { TenonError, isTenonError } from '../errors.js';
 import { zeros } from '../storage/index.js';
 import type { AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
 import {
+  FUSED_ATTENTION_BLOCK,
   FUSED_MATVEC,
   ROPE_MAX_POSITION,
   addInplace,
   argmax,
   attention,
+  attentionBlockFits,
   biasAdd,
   fusedAttention,
   fusedAttentionCombine,
@@ -184,6 +188,19 @@ export const KERNEL_MODES: readonly KernelMode[] = ['fused', 'unfused'];
  * (and no combine dispatch exists); past it long contexts get heads * splits workgroups.
  */
 export const ATTENTION_SPLIT_POSITIONS = 1024;
+
+/**
+ * The fused list's rule for the one-dispatch attention block (fused_attention_block: norm, Q/K/V, RoPE,
+ * KV write and attention of a decode row; 4 dispatches per dense layer instead of 5): a one-row step
+ * whose cache fits the unsplit attention (no `attentionSplit` parts: one workgroup per KV head walks every
+ * position), whose Q, K and V weights are one part each, and whose query groups fit the kernel's
+ * workgroup memory (attentionBlockFits). The kernel projects Q/K/V on only kvHeads workgroups; past these
+ * bounds (long contexts, split matrices, wide groups) fused_norm_qkv_rope -> fused_attention(_split) keeps
+ * its parallelism.
+ */
+export function useAttentionBlock(rows: number, splitAttention: boolean, qkvParts: readonly number[], heads: number, kvHeads: number, headDim: number): boolean {
+  return rows === 1 && !splitAttention && qkvParts.every((parts) => parts === 1) && attentionBlockFits(heads, kvHeads, headDim);
+}
 
 /** 'plain': submit and wait for proof step by step; 'chained': steps chained on the live state group. */
 export type DecodeMode = 'plain' | 'chained';
@@ -1556,10 +1573,23 @@ export class LlamaForward {
         style: plan.ropeStyle,
         ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
       });
-      if ([L.q, L.k, L.v].every((w) => w.parts.length === 1)) {
+      const split = this.#attentionSplit;
+      const vecOf = (): string => (L.attnVec === undefined ? attnNorm : declare(`attnVec${l}`, L.attnVec.slot, 'f32', [dim + width]));
+      const block = useAttentionBlock(T, split !== undefined, [L.q, L.k, L.v].map((w) => w.parts.length), heads, kvHeads, headDim);
+      if (block) {
+        // Norm, Q/K/V, RoPE, the KV write and attention in one dispatch (the rule: useAttentionBlock).
+        const op = L.attnVec === undefined ? FUSED_ATTENTION_BLOCK.block[variant] : FUSED_ATTENTION_BLOCK.bias[variant];
+        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), att, kc, vc], (s: StepValues) => ({
+          k: dim,
+          qKind: L.q.kind,
+          kKind: L.k.kind,
+          vKind: L.v.kind,
+          eps: plan.eps,
+          ...ropeOf(s),
+        }));
+      } else if ([L.q, L.k, L.v].every((w) => w.parts.length === 1)) {
         const op = L.attnVec === undefined ? FUSED_MATVEC.normQkvRope[variant] : FUSED_MATVEC.normQkvRopeBias[variant];
-        const vecName = L.attnVec === undefined ? attnNorm : declare(`attnVec${l}`, L.attnVec.slot, 'f32', [dim + width]);
-        add(op, [x, vecName, partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), q, kc, vc], (s: StepValues) => ({
+        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), q, kc, vc], (s: StepValues) => ({
           m: T,
           k: dim,
           qKind: L.q.kind,
@@ -1580,8 +1610,9 @@ export class LlamaForward {
         else add(fusedRopeKvBias, [qkv, view(L.attnVec.allocation, 'f32', [width], dim), q, kc, vc], params);
       }
       const attentionParams = (s: StepValues) => ({ count: T, heads, kvHeads, headDim, maxSeq: this.maxSeq, pos0: pos(s) });
-      const split = this.#attentionSplit;
-      if (T === 1 && split !== undefined) {
+      if (block) {
+        // Attention ran in the block above.
+      } else if (T === 1 && split !== undefined) {
         const part = declare('attentionParts', split.part.slot, 'f32', [1, heads, maxSplits(this.maxSeq, split.len), headDim + 2]);
         add(fusedAttentionSplit, [q, kc, vc, part], (s: StepValues) => ({ ...attentionParams(s), splitLen: split.len }));
         add(fusedAttentionCombine, [part, att], (s: StepValues) => ({ ...attentionParams(s), splitLen: split.len }));
