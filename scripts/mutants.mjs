@@ -332,6 +332,7 @@ async function runLane(lane, inLane) {
       verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
       if (verdict.verdict !== 'killed' && client.child === undefined) await restart().catch(() => undefined);
     }
+    const focusMissed = m.focus !== undefined && verdict.verdict !== 'killed';
     if (verdict?.verdict !== 'killed') {
       run = await client.run(filteredSpecs([m]), RUN_LIMIT_MS, { files: m.tests, ids: m.guarantees });
       verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
@@ -347,6 +348,7 @@ async function runLane(lane, inLane) {
     restoreNow();
     if (FAULT !== 'no-invalidate-on-restore') client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
+    if (focusMissed) verdict = { ...verdict, detail: `${verdict.detail} (its focus "${m.focus}" did not kill it)` };
     record(m, { ...base, ...verdict, seconds: seconds(Date.now() - t0) });
     const caught = verdict.verdict === 'killed' ? namedTests(m, testsOf(run.report, root)).filter((t) => t.status === 'failed') : [];
     sinceCheck.push({ m, caught });
