@@ -4,8 +4,9 @@
 // byte of the cache, epoch, last outcome), never only the output:
 //   - generation with 0, 1 and the default number of steps ahead equals plain generation, and each decode
 //     step is admitted onto the chain while its predecessor still holds the state (runtime chained count);
-//   - per decode token on WebGPU, from the first token on: one queue submission, one host wait, the chosen
-//     id read back (4 bytes), no GPU buffer, no bind group, no download, the decode graph's dispatches;
+//   - per decode token on WebGPU, from the first token on, with the unfused and the fused kernel lists: one
+//     queue submission, one host wait, the chosen id read back (4 bytes), no GPU buffer, no bind group, no
+//     download, the decode graph's dispatches (fused: exactly 4 per layer + 3);
 //   - single decode() / prefill() calls with `logits: false` read back 4 bytes; with logits, downloads;
 //   - a chunked prefill chains its chunks and reads back once (both modes);
 //   - work run ahead is discarded exactly: at a stop token, a `break`, an abort, and a session call made
@@ -30,6 +31,12 @@ const MAX_BATCH = 16;
 const ID_BYTES = 4;
 /** The heaviest cases run several sessions on a software adapter: room for a loaded machine. */
 const HEAVY_TIMEOUT_MS = 180_000;
+/** The counters hold for both dispatch lists (acceptance 2 of issue 11 names the fused one). */
+const KERNEL_LISTS = ['unfused', 'fused'] as const;
+/** The fused list's decode dispatches (TS-fused-dispatches) and stories260K's layers. */
+const FUSED_PER_LAYER = 4;
+const FUSED_PER_STEP = 3;
+const STORIES_LAYERS = 5;
 /** Generations run without a stop token, so every step ahead is used. */
 const NO_STOP: readonly number[] = [];
 
@@ -88,9 +95,9 @@ for (const pc of providerCases()) {
       }
     }, HEAVY_TIMEOUT_MS);
 
-    it.skipIf(pc.kind !== 'webgpu')('[TS-decode-one-submission][TS-decode-counters] from the first token on, each token costs one submission, one wait, a 4-byte readback, the decode graph, and creates nothing', async () => {
+    for (const kernels of KERNEL_LISTS) it.skipIf(pc.kind !== 'webgpu')(`[TS-decode-one-submission][TS-decode-counters] ${kernels} kernels: from the first token on, each token costs one submission, one wait, a 4-byte readback, the decode graph, and creates nothing`, async () => {
       const N = 9;
-      const s = await session();
+      const s = await session('chained', { kernels });
       const gen = s.generate(PROMPT, { maxTokens: N, stopTokens: NO_STOP });
       const start = runtime.stats();
       const mark = provider.ledgerMark();
@@ -121,6 +128,8 @@ for (const pc of providerCases()) {
       expect(seen).toEqual(GREEDY.slice(0, N));
       expect(typeof perToken).toBe('number');
       expect(perToken).toBeGreaterThan(0);
+      // The fused list's decode graph: fused_attention_block, O, gate/up, down per layer; embedding, classifier, argmax.
+      if (kernels === 'fused') expect(perToken).toBe(FUSED_PER_LAYER * STORIES_LAYERS + FUSED_PER_STEP);
       const end = runtime.stats();
       // The whole generation: the prompt (one chunk) and N decode steps, each one submission and one
       // readback map proving it (no fence), each reading back only its chosen id; no logits downloaded.
