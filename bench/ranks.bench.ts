@@ -58,6 +58,15 @@ interface Breakdown {
   readonly waitMicros: { readonly attention: number; readonly ffn: number; readonly start: number; readonly tail: number };
   readonly structuralWaitMicros: number;
   readonly handoffMicros: number;
+  /** Median over exchanges of one exchange's hand-off and of its wait (µs): typical cost, apart from outliers. */
+  readonly handoffMedianMicros: number;
+  readonly waitMedianMicros: number;
+  /**
+   * Median over consecutive decode steps of one side (rank 0): from a step's commit decision to the next
+   * step's command (the complete round and the coordinator's turn-around; sides run in interleaved rounds, so
+   * the median leaves out the gaps where other sides ran).
+   */
+  readonly betweenMicros: number;
   readonly criticalExcessMicros: number;
   readonly stallsPerToken: number;
   /** Exchanges per token where each rank arrived last. */
@@ -69,6 +78,11 @@ interface Breakdown {
   /** Per rank: µs per token from seeing the command to starting (checkpoint round) and from ending to the commit decision. */
   readonly checkpointMicros: readonly number[];
   readonly commitMicros: readonly number[];
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s[s.length >> 1]!;
 }
 
 function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
@@ -90,6 +104,9 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
   let stalls = 0;
   let span = 0;
   const late = [0, 0];
+  const handoffs: number[] = [];
+  const waits: number[] = [];
+  const between: number[] = [];
   const excess = [0, 0];
   const checkpoint = [0, 0];
   const commit = [0, 0];
@@ -97,6 +114,7 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
     const a = steps[0]![i]!;
     const b = steps[1]![i]!;
     span += Math.max(a.end, b.end) - Math.min(a.start, b.start);
+    if (i + 1 < n) between.push(steps[0]![i + 1]!.command - a.decided);
     wait.start += Math.abs(a.start - b.start);
     wait.tail += Math.abs(a.end - b.end);
     [a, b].forEach((t, r) => {
@@ -117,6 +135,8 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
       wait[kind(j) === 'ffn' ? 'ffn' : 'attention'] += w;
       structural += Math.max(0, best[L]![j]! - best[1 - L]![j]!);
       handoff += Math.max(ea.exit, eb.exit) - Math.max(ea.entry, eb.entry);
+      handoffs.push(Math.max(ea.exit, eb.exit) - Math.max(ea.entry, eb.entry));
+      waits.push(w);
       critical += seg([a, b][L]!, j) - best[L]![j]!;
     }
     critical += Math.max(seg(a, E), seg(b, E)) - bestTail;
@@ -129,6 +149,9 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
     waitMicros: { attention: us(wait.attention), ffn: us(wait.ffn), start: us(wait.start), tail: us(wait.tail) },
     structuralWaitMicros: us(structural),
     handoffMicros: us(handoff),
+    handoffMedianMicros: median(handoffs) * 1000,
+    waitMedianMicros: median(waits) * 1000,
+    betweenMicros: median(between) * 1000,
     criticalExcessMicros: us(critical),
     stallsPerToken: stalls / n,
     lateCount: late.map((c) => c / n),
@@ -265,6 +288,7 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
     const b = r.breakdown;
     if (b === undefined) continue;
     console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(b.spanMicros, 0).padStart(7)}${fmt(b.idealMicros, 0).padStart(7)}${fmt(b.waitMicros.attention, 0).padStart(7)}${fmt(b.waitMicros.ffn, 0).padStart(7)} (${fmt(b.structuralWaitMicros, 0)})${fmt(b.waitMicros.start, 0).padStart(6)}${fmt(b.waitMicros.tail, 0).padStart(6)}${fmt(b.handoffMicros, 0).padStart(7)}${fmt(b.criticalExcessMicros, 0).padStart(7)} (${fmt(b.stallsPerToken)})  late ${b.lateCount.map((c) => fmt(c)).join(' / ')}`);
+    console.log(`${''.padEnd(50)}per exchange (median): wait ${fmt(b.waitMedianMicros)}, hand-off ${fmt(b.handoffMedianMicros)}; between steps (complete round + coordinator) ${fmt(b.betweenMicros, 0)}`);
     b.bestMicros.forEach((m, i) => console.log(`${''.padEnd(50)}rank ${i}: best attention ${fmt(m.attention, 0)}, FFN ${fmt(m.ffn, 0)}, tail ${fmt(m.tail, 0)}; over best ${fmt(b.excessMicros[i]!, 0)}; checkpoint round ${fmt(b.checkpointMicros[i]!, 0)}, commit round ${fmt(b.commitMicros[i]!, 0)}`));
   }
   for (const r of results) {
