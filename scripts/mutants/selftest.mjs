@@ -75,19 +75,26 @@ await check('every verdict of the fake mutants, the summary line and the --repor
     'fx-killed': 'killed',
     'fx-survived': 'survived',
     'fx-failed-elsewhere': 'failed-elsewhere',
+    'fx-focus-killed': 'killed',
+    'fx-focus-missed': 'killed',
+    'fx-focus-stale': 'stale',
     'fx-browser-killed': 'killed',
   });
   // fx-killed: the run stopped at the first failed named test, so the third named test never ran.
   assert.equal(record.results.find((r) => r.id === 'fx-killed').detail, '1 of 3 named tests failed');
-  assert.equal(last, 'mutants: 2 killed of 7 (1 survived, 1 failed-elsewhere, 1 timeout, 1 unguarded, 1 stale)');
+  // A focus that catches the mutant decides alone; one that does not is said, and every named test still runs.
+  assert.equal(record.results.find((r) => r.id === 'fx-focus-killed').detail, '1 of 3 named tests failed');
+  assert.equal(record.results.find((r) => r.id === 'fx-focus-missed').detail, '1 of 3 named tests failed (its focus "inside the range" did not kill it)');
+  assert.equal(record.results.find((r) => r.id === 'fx-focus-stale').detail, 'its focus "a title no test has" selects no passing named test');
+  assert.equal(last, 'mutants: 4 killed of 10 (1 survived, 1 failed-elsewhere, 1 timeout, 1 unguarded, 2 stale)');
   assert.equal(status, 1, 'a run with anything but kills fails');
   assert.equal(record.leaks, undefined, 'restored files left nothing behind (the leak checks passed)');
   const report = JSON.parse(readFileSync(reportFile, 'utf8'));
   assert.equal(report.kind, 'tenon-mutants');
   assert.equal(report.ok, false);
   assert.equal(report.line, last);
-  assert.equal(report.killed, 2);
-  assert.equal(report.total, 7);
+  assert.equal(report.killed, 4);
+  assert.equal(report.total, 10);
 });
 
 await check('--only: a run of kills passes', () => {
