@@ -19,6 +19,7 @@ import {
   readDenseWeights,
 } from '../../src/index.js';
 import type { ArchitecturePartition, DenseWeights, PartitionModel, RankSpawner } from '../../src/index.js';
+import { SPIN_FLOOR_MICROS, nextSpinBound } from '../../src/session/partition/protocol.js';
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { readModelFixture } from '../support/models.js';
 
@@ -158,6 +159,24 @@ describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', 
     expect(tensor.ids).toEqual(refIds);
     tensor.logits.forEach((l, i) => expect(maxRelative(l, refLogits[i]!)).toBeLessThan(1e-5));
   }, TIMEOUT);
+});
+
+describe('polling for a peer', () => {
+  it('[TS-dist-spin-adapt] after a sleep the poll bound grows on waits the full bound would have caught, halves on far longer ones, and climbs back from the floor', () => {
+    const max = 400;
+    // From the floor, waits the full bound covers (typical exchange waits) double it back to spinMicros.
+    let bound = SPIN_FLOOR_MICROS;
+    const seen = [bound];
+    while (bound < max && seen.length < 20) seen.push((bound = nextSpinBound(bound, max, 150)));
+    expect(seen).toEqual([8, 16, 32, 64, 128, 256, 400]);
+    expect(nextSpinBound(max, max, max)).toBe(max);
+    // A wait far past the bound (the peer was off its core), or a sleep slice that ran out: halve, not below the floor.
+    expect(nextSpinBound(max, max, 2 * max + 1)).toBe(max / 2);
+    expect(nextSpinBound(max, max, Infinity)).toBe(max / 2);
+    expect(nextSpinBound(SPIN_FLOOR_MICROS, max, Infinity)).toBe(SPIN_FLOOR_MICROS);
+    // Between the bound and twice it: unchanged.
+    expect(nextSpinBound(100, max, 1.5 * max)).toBe(100);
+  });
 });
 
 describe.skipIf(!present)('the shared classifier of a tensor partition', () => {

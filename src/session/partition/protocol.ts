@@ -204,6 +204,26 @@ export const MAX_TRACE_STEPS = 4096;
 export const DEFAULT_SPIN_MICROS = 60;
 /** Largest accepted spin bound (µs): past this a rank should sleep. */
 export const MAX_SPIN_MICROS = 10_000;
+/** Smallest adaptive spin (µs): what long waits shrink the bound to. */
+export const SPIN_FLOOR_MICROS = 8;
+/** A wait longer than this multiple of spinMicros means the peer was off its core: the bound shrinks. */
+export const SPIN_LONG_WAIT = 2;
+
+/**
+ * The adaptive spin rule (rank.ts Spinner): the next bound after a wait that outlasted the poll and slept,
+ * from how long the whole wait took (µs; Infinity when a sleep slice ran out). A wait that the full bound
+ * (`maxMicros`, the session's spinMicros) would have caught grows the bound back towards it (doubling); a
+ * wait longer than SPIN_LONG_WAIT x maxMicros (the peer was off its core, not computing) halves it towards
+ * SPIN_FLOOR_MICROS; anything between keeps it. The waits are compared with the full bound, not the current
+ * one: a sleep's own wake-up outlasts a small bound, so that comparison only ever shrank it (measured in
+ * bench:ranks with spinMicros 400: ranks slept at about half of their exchanges, every one where they
+ * arrived first, while 14% of the waits were longer than 400 µs).
+ */
+export function nextSpinBound(bound: number, maxMicros: number, waitedMicros: number): number {
+  if (waitedMicros <= maxMicros) return Math.min(maxMicros, Math.max(SPIN_FLOOR_MICROS, bound * 2));
+  if (waitedMicros > SPIN_LONG_WAIT * maxMicros) return Math.max(SPIN_FLOOR_MICROS, bound / 2);
+  return bound;
+}
 
 export type RankDevice = 'host' | 'webgpu';
 

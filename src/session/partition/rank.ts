@@ -14,7 +14,7 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
+import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
@@ -27,17 +27,12 @@ const SPIN_CHECK_EVERY = 64;
  */
 const NEXT_STEP_WAIT_MS = 4;
 
-/** Smallest adaptive spin (µs): what a failing spin shrinks to, and the step it grows back from. */
-const SPIN_FLOOR_MICROS = 8;
-/** A sleep that ended within this multiple of the spin bound was a near miss: the bound grows. */
-const NEAR_MISS = 2;
-
 /**
  * Bounded, adaptive polling before a futex sleep (the way adaptive mutexes spin). The bound starts at the
- * session's spinMicros; a wait the poll caught, or a near miss (the sleep ended within twice the bound),
- * doubles the bound back towards spinMicros; a longer wait halves it towards SPIN_FLOOR_MICROS. So on idle
- * cores a rank polls through the peer's small lead, and on a loaded machine, where the peer is waiting for
- * a core rather than computing, a rank stops holding a core it cannot use.
+ * session's spinMicros; a wait the poll caught doubles it back towards spinMicros; after a sleep,
+ * protocol.ts nextSpinBound: a wait spinMicros would have caught grows it, a wait far longer (the peer was
+ * off its core) halves it. So on idle cores a rank polls through the peer's lead, and on a loaded machine,
+ * where the peer is waiting for a core rather than computing, a rank stops holding a core it cannot use.
  */
 class Spinner {
   readonly #max: number;
@@ -66,7 +61,7 @@ class Spinner {
   slept(timedOut: boolean): void {
     if (this.#max <= 0) return;
     const waited = timedOut ? Infinity : (performance.now() - this.#t0) * 1000;
-    this.#bound = waited <= NEAR_MISS * this.#bound ? Math.min(this.#max, this.#bound * 2) : Math.max(SPIN_FLOOR_MICROS, this.#bound / 2);
+    this.#bound = nextSpinBound(this.#bound, this.#max, waited);
   }
 }
 const F32_BYTES = 4;
