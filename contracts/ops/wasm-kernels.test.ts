@@ -300,6 +300,38 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
     });
   }
 
+  it('[OPS-wasm-qmatmul] Q4_K and Q6_K rows whose super-block scales are subnormal halves (as in real Q6_K files): within 2e-5·Σ|x·w|', async () => {
+    // Byte offsets of the f16 scales in a GGUF block: Q4_K d and dmin lead its 144 bytes, Q6_K's d ends its 210.
+    const SCALE_AT: Record<'Q4_K' | 'Q6_K', readonly number[]> = { Q4_K: [0, 2], Q6_K: [208] };
+    const SUBNORMAL_MAX = 0x3ff;
+    for (const kind of ['Q4_K', 'Q6_K'] as const) {
+      const [elements, bytes] = GGUF_BLOCK[kind];
+      const [m, n, k] = [2, 7, elements * 2];
+      const x = randomF32(31, m * k);
+      const gguf = randomGgufRows(kind, n, k, 32);
+      const r = rng(33);
+      for (let b = 0; b < (n * k) / elements; b++) {
+        for (const at of SCALE_AT[kind]) {
+          const half = 1 + Math.floor(r() * SUBNORMAL_MAX);
+          gguf[b * bytes + at] = half & 0xff;
+          gguf[b * bytes + at + 1] = half >> 8;
+        }
+      }
+      const rows = new Float32Array(n * k);
+      LOWERING_KINDS[kind].dequantize(gguf, rows);
+      expect(rows.some((v) => v !== 0), `${kind}: the rows are not all zero`).toBe(true);
+      const layout = packedRowLayout(kind, k);
+      const w: HostOperand = { dtype: 'u32', shape: [n, layout.rowWords], data: LOWERING_KINDS[kind].repack(gguf, k) };
+      const got = await both(runtime, QMATMUL[kind].plain, [f32([m, k], x), w, f32([m, n], new Float32Array(m * n))], { m, n, k }, [0, 0, 0]);
+      const l1 = (i: number, j: number): number => {
+        let t = 0;
+        for (let e = 0; e < k; e++) t += Math.abs(x[i * k + e]! * rows[j * k + e]!);
+        return t;
+      };
+      expectDotClose(got.wasm[2]!, got.twin[2]!, l1, m, n, `${kind} with subnormal scales`);
+    }
+  });
+
   it('[OPS-wasm-qmatmul] F16 rows with an infinity or NaN anywhere (inside the 16-half fast trips too) give the twin\'s infinity or NaN', async () => {
     const specials = [0x7c00, 0xfc00, 0x7e00];
     await fc.assert(
