@@ -1,6 +1,6 @@
 // Partitioned-session benchmark (issue 14, acceptance point 3): `npm run bench:ranks`, Node.
-// Greedy decode tokens/s of one host rank vs two host ranks of a tensor partition (KV heads, FFN columns
-// and classifier rows split in two; partial sums added in rank order), on
+// Greedy decode tokens/s of one host rank vs two host ranks of a tensor partition (KV heads and FFN columns
+// split in two, partial sums added in rank order; the classifier rows shared in claimed chunks), on
 //   (a) a seeded random model of stories15M's shape (dim 288, 6 layers, 6 heads, ffn 768, vocab 32000),
 //       synthesised here (randomDenseWeights), and
 //   (b) tiny-llama-f32.gguf (dim 256, 4 layers, 8/4 heads, vocab 512) from ../shared/models.
@@ -15,6 +15,9 @@
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
 // Two-rank sides with other spin bounds (spinMicros 0 and 400) run next to the default one (60). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
+// Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
+// step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
+// their best time on the same rank), from rank-local times written to shared memory during the run.
 // Output: a printed table and bench/results/ranks.json (machine, cores, load average).
 import { execSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';

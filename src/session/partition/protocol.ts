@@ -200,6 +200,8 @@ export const MAX_TRACE_STEPS = 4096;
  * still leaves the core to others; after a step a rank polls for the next one within the same bound.
  * Measured on a loaded two-core machine (load average 6-9), bench:ranks ran best with 0 or 60 and worst
  * with 400; a quiet machine may favour a longer bound (the bench runs 0 and 400 next to this default).
+ * Those figures predate nextSpinBound: the bound then fell to SPIN_FLOOR_MICROS after the first long wait
+ * and stayed there, so every setting polled about 8 µs; they are no evidence for or against polling.
  */
 export const DEFAULT_SPIN_MICROS = 60;
 /** Largest accepted spin bound (µs): past this a rank should sleep. */
