@@ -1559,20 +1559,21 @@ export class LlamaForward {
         add(FUSED_MATVEC.matmulAdd[variant], [input, partName(w, p), residual], { m: T, n: part.rows, k: w.k, kind: w.kind, outStride: w.rows, outCol: part.firstRow });
       });
     };
+    /** RoPE and KV-cache params of a step (heads, cache, position, theta, pairing, factors), shared by both lists' rotating kernels. */
+    const ropeKvOf = (s: StepValues) => ({
+      heads,
+      kvHeads,
+      headDim,
+      maxSeq: this.maxSeq,
+      pos0: pos(s),
+      theta: plan.theta,
+      style: plan.ropeStyle,
+      ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
+    });
     const sameParts = (a: Matrix, b: Matrix): boolean => a.parts.length === b.parts.length && a.parts.every((part, i) => part.firstRow === b.parts[i]!.firstRow && part.rows === b.parts[i]!.rows);
     const fusedLayer = (L: LayerSlots, l: number, kc: string, vc: string): void => {
       const attnNorm = declare(`attnNorm${l}`, L.attnNorm, 'f32', [dim]);
       const width = qDim + 2 * kvDim;
-      const ropeOf = (s: StepValues) => ({
-        heads,
-        kvHeads,
-        headDim,
-        maxSeq: this.maxSeq,
-        pos0: pos(s),
-        theta: plan.theta,
-        style: plan.ropeStyle,
-        ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
-      });
       const split = this.#attentionSplit;
       const vecOf = (): string => (L.attnVec === undefined ? attnNorm : declare(`attnVec${l}`, L.attnVec.slot, 'f32', [dim + width]));
       const block = useAttentionBlock(T, split !== undefined, [L.q, L.k, L.v].map((w) => w.parts.length), heads, kvHeads, headDim);
@@ -1585,7 +1586,7 @@ export class LlamaForward {
           kKind: L.k.kind,
           vKind: L.v.kind,
           eps: plan.eps,
-          ...ropeOf(s),
+          ...ropeKvOf(s),
         }));
       } else if ([L.q, L.k, L.v].every((w) => w.parts.length === 1)) {
         const op = L.attnVec === undefined ? FUSED_MATVEC.normQkvRope[variant] : FUSED_MATVEC.normQkvRopeBias[variant];
@@ -1596,7 +1597,7 @@ export class LlamaForward {
           kKind: L.k.kind,
           vKind: L.v.kind,
           eps: plan.eps,
-          ...ropeOf(s),
+          ...ropeKvOf(s),
         }));
       } else {
         // A split matrix: every part's rows into the qkv scratch at their columns, then biases, RoPE and
@@ -1605,7 +1606,7 @@ export class LlamaForward {
         normLinear(x, attnNorm, L.q, qkv, width, 0, T);
         normLinear(x, attnNorm, L.k, qkv, width, qDim, T);
         normLinear(x, attnNorm, L.v, qkv, width, qDim + kvDim, T);
-        const params = (s: StepValues) => ({ count: T, ...ropeOf(s) });
+        const params = (s: StepValues) => ({ count: T, ...ropeKvOf(s) });
         if (L.attnVec === undefined) add(fusedRopeKv, [qkv, q, kc, vc], params);
         else add(fusedRopeKvBias, [qkv, view(L.attnVec.allocation, 'f32', [width], dim), q, kc, vc], params);
       }
@@ -1663,16 +1664,6 @@ export class LlamaForward {
     // in one matmul_nt_norm_glu (F32).
     const gpuEpilogues = !fused && this.runtime.provider.kind === 'webgpu';
     const oneRow = gpuEpilogues && T === 1;
-    const ropeKvOf = (s: StepValues) => ({
-      heads,
-      kvHeads,
-      headDim,
-      maxSeq: this.maxSeq,
-      pos0: pos(s),
-      theta: plan.theta,
-      style: plan.ropeStyle,
-      ...(plan.ropeFactors === undefined ? {} : { freqFactors: plan.ropeFactors }),
-    });
     /** x += input · Wᵀ: matmul_nt_add into x (one dispatch per part) where it applies, else through xb2 and add_inplace. */
     const residualLinear = (input: string, w: Matrix): void => {
       if (gpuEpilogues && w.kind === 'F32' && (w.parts.length === 1 || T === 1)) {
@@ -1773,12 +1764,14 @@ export class LlamaForward {
       }
       observe(l);
     });
-    if (!tail) {
-      const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: [] });
-      const entry = { graph, ids: idsSlot, logits: this.#logits.slot, next: this.#next };
+    /** Both lists end here: the dispatch list compiled under `key`, cached, and returned with its slots. */
+    const finish = (outputs: string[], logits: DescriptorSlot, next: DescriptorSlot): GraphEntry => {
+      const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs });
+      const entry = { graph, ids: idsSlot, logits, next };
       this.#graphs.set(key, entry);
       return entry;
-    }
+    };
+    if (!tail) return finish([], this.#logits.slot, this.#next);
     // The final norm: its own dispatch (unfused), or folded into the classifier (fused; and unfused on
     // WebGPU for a one-row step with an F32 classifier: matmul_nt_norm, one dispatch per part into its columns).
     const outputNorm = declare('outputNorm', this.#outputNorm, 'f32', [dim]);
@@ -1806,9 +1799,6 @@ export class LlamaForward {
     if (sampled) {
       add(sample, [logits, next], (s: StepValues): SampleParams => ({ rows: outRows, cols: vocab, temperature: s['temperature'] ?? 0, topP: s['topP'] ?? 1, seed: s['seed'] ?? 0, step: pos(s) + T }));
     } else add(argmax, [logits, next], { rows: outRows, cols: vocab });
-    const graph = this.runtime.compile({ name: `${c.architecture} T=${key}`, inputs, dispatches: d, outputs: ['logits', 'next'] });
-    const entry = { graph, ids: idsSlot, logits: logitsSlot, next: nextSlot };
-    this.#graphs.set(key, entry);
-    return entry;
+    return finish(['logits', 'next'], logitsSlot, nextSlot);
   }
 }
