@@ -22,6 +22,13 @@
 // pending). An active id named in a file outside its evidence list is a warning. A todo/skip title naming
 // a deferred id is a warning only: planning unwritten cases with it.todo is the house style.
 //
+// Mutant lists (contracts/mutants/*.json, run by scripts/mutants.mjs) are checked statically too, so a
+// list gone stale fails here in seconds rather than in the mutant step at the end of `npm test`: each
+// mutant has the shape below, its id is unique across the lists, it names active registry ids only, its
+// `find` text occurs exactly once in its file (and differs from `replace`), and its test files exist.
+//   { "note"?: "…", "mutants": [ { "id", "guarantees": [ids], "file", "find", "replace", "tests": [files],
+//     "lane"?: "node" | "browser", "focus"?: "text" } ] }
+//
 // Usage: node scripts/contracts.mjs [--json] [--root DIR]
 //   --json      print one JSON object (counts, layers, problems, warnings, pending) instead of text
 //   --root DIR  check the tree at DIR instead of the repository this script lives in
@@ -52,6 +59,11 @@ const REGEX_KEYWORDS = new Set([
   'return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else',
   'yield', 'await',
 ]);
+
+const MUTANT_DIR = 'contracts/mutants';
+const MUTANT_LIST_KEYS = new Set(['note', 'mutants']);
+const MUTANT_KEYS = new Set(['id', 'guarantees', 'file', 'find', 'replace', 'tests', 'lane', 'focus']);
+const MUTANT_LANES = new Set(['node', 'browser']);
 
 const USAGE = 'usage: node scripts/contracts.mjs [--json] [--root DIR]';
 
@@ -558,17 +570,96 @@ function check(root) {
     }
   }
 
+  const mutants = checkMutants(root, guarantees, problems);
+
   const layerSummary = {};
   for (const [name, counts] of [...layers].sort(([a], [b]) => a.localeCompare(b))) layerSummary[name] = counts;
   return {
     ok: problems.length === 0,
     root,
-    counts: { active, deferred, evidenceTitles, titlesWithIds, testFiles: testFiles.length },
+    counts: { active, deferred, evidenceTitles, titlesWithIds, testFiles: testFiles.length, mutants },
     layers: layerSummary,
     problems,
     warnings,
     pending,
   };
+}
+
+/**
+ * Checks every mutant list under contracts/mutants (none is fine) against the registry and the tree;
+ * returns how many mutants it read.
+ */
+function checkMutants(root, guarantees, problems) {
+  const dir = path.join(root, MUTANT_DIR);
+  if (!fs.existsSync(dir)) return 0;
+  const lists = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  const ids = new Map();
+  const texts = new Map();
+  const read = (relative) => {
+    if (!texts.has(relative)) {
+      try {
+        texts.set(relative, fs.readFileSync(path.join(root, relative), 'utf8'));
+      } catch {
+        texts.set(relative, undefined);
+      }
+    }
+    return texts.get(relative);
+  };
+  let count = 0;
+  for (const list of lists) {
+    const file = `${MUTANT_DIR}/${list}`;
+    let data;
+    try {
+      data = JSON.parse(fs.readFileSync(path.join(dir, list), 'utf8'));
+    } catch (error) {
+      problems.push({ file, message: `${file}: not JSON (${error.message})` });
+      continue;
+    }
+    if (!isPlainObject(data) || !Array.isArray(data.mutants) || Object.keys(data).some((k) => !MUTANT_LIST_KEYS.has(k))) {
+      problems.push({ file, message: `${file}: a mutant list is { "note"?, "mutants": [...] }` });
+      continue;
+    }
+    for (const [i, m] of data.mutants.entries()) {
+      count++;
+      const name = isPlainObject(m) && isNonEmptyString(m.id) ? m.id : `#${i}`;
+      const bad = (message) => problems.push({ file, id: isPlainObject(m) ? m.id : undefined, message: `${file}: mutant ${name}: ${message}` });
+      if (!isPlainObject(m)) {
+        bad('not an object');
+        continue;
+      }
+      const unknown = Object.keys(m).filter((k) => !MUTANT_KEYS.has(k));
+      if (unknown.length > 0) bad(`unknown key(s) ${unknown.join(', ')}`);
+      if (!isNonEmptyString(m.id)) bad('needs a non-empty id');
+      else if (ids.has(m.id)) bad(`id also used in ${ids.get(m.id)}`);
+      else ids.set(m.id, file);
+      if (!Array.isArray(m.guarantees) || m.guarantees.length === 0) bad('needs a non-empty guarantees list');
+      else {
+        for (const id of m.guarantees) {
+          const g = guarantees.get(id);
+          if (!g) bad(`names unknown id ${id}`);
+          else if (g.state !== 'active') bad(`names ${g.state} id ${id} (only an active guarantee can kill it)`);
+        }
+      }
+      if (m.lane !== undefined && !MUTANT_LANES.has(m.lane)) bad(`lane must be node or browser`);
+      if (m.focus !== undefined && !isNonEmptyString(m.focus)) bad('focus must be non-empty text');
+      if (!Array.isArray(m.tests) || m.tests.length === 0 || m.tests.some((t) => !isNonEmptyString(t))) bad('needs a non-empty tests list');
+      else for (const t of m.tests) if (read(t) === undefined) bad(`test file ${t} does not exist`);
+      if (!isNonEmptyString(m.file) || !isNonEmptyString(m.find) || typeof m.replace !== 'string') {
+        bad('needs file, a non-empty find and a replace string');
+        continue;
+      }
+      if (m.find === m.replace) bad('find and replace are the same text');
+      const text = read(m.file);
+      if (text === undefined) {
+        bad(`file ${m.file} does not exist`);
+        continue;
+      }
+      const at = text.indexOf(m.find);
+      if (at < 0) bad(`its find text is not in ${m.file} (stale)`);
+      else if (text.indexOf(m.find, at + 1) >= 0) bad(`its find text occurs more than once in ${m.file}`);
+    }
+  }
+  return count;
 }
 
 function printText(report) {
@@ -578,7 +669,7 @@ function printText(report) {
     out.push(`  ${name.padEnd(12)} ${String(c.active).padStart(4)} active ${String(c.deferred).padStart(4)} deferred   ${c.files.join(', ')}`);
   }
   const c = report.counts;
-  out.push(`contracts: ${c.testFiles} test files scanned, ${c.titlesWithIds} titles name ids, ${c.evidenceTitles} are evidence, ${report.pending.length} todo/skip`);
+  out.push(`contracts: ${c.testFiles} test files scanned, ${c.titlesWithIds} titles name ids, ${c.evidenceTitles} are evidence, ${report.pending.length} todo/skip, ${c.mutants} mutants checked`);
   for (const p of report.pending) out.push(`  pending ${p.file}:${p.line} ${p.call} [${p.ids.join(', ')}]`);
   for (const w of report.warnings) out.push(`warning: ${w.message.startsWith(w.file) ? '' : `${w.file}: `}${w.message}`);
   for (const p of report.problems) out.push(`problem: ${p.message.startsWith(p.file) ? '' : `${p.file}: `}${p.message}`);

@@ -61,6 +61,53 @@ const test = (name, fn) => cases.push({ name, fn });
 
 // ---------------------------------------------------------------------------------------------------
 
+/** A tree with one active and one deferred guarantee, a source file and its test, plus `mutants` as the list. */
+function mutantTree(mutants) {
+  return tree({
+    'contracts/registry/storage.json': registry('storage', [active('G1-no-clone', 'contracts/storage/owner.test.ts'), deferred('G2-split')]),
+    'contracts/storage/owner.test.ts': `import { it } from 'vitest';\nit('[G1-no-clone] owners have no clone', () => {});\n`,
+    'src/owner.ts': 'export const twice = (x) => x * 2;\nexport const thrice = (x) => x * 3;\n',
+    'contracts/mutants/storage.json': { note: 'self-test', mutants },
+  });
+}
+const mutant = (fields) => ({ id: 'm-ok', guarantees: ['G1-no-clone'], file: 'src/owner.ts', find: 'x * 2', replace: 'x * 4', tests: ['contracts/storage/owner.test.ts'], ...fields });
+
+test('mutant lists: a well-formed list passes and is counted', () => {
+  const { status, report } = run(mutantTree([mutant({}), mutant({ id: 'm-focus', find: 'x * 3', replace: 'x', lane: 'browser', focus: 'owners' })]));
+  assert.equal(status, 0, JSON.stringify(report.problems));
+  assert.equal(report.counts.mutants, 2);
+});
+
+test('mutant lists: stale or ambiguous find text, unknown or deferred ids, missing files, duplicate ids and bad keys fail', () => {
+  const { status, report } = run(
+    mutantTree([
+      mutant({ id: 'm-stale', find: 'x * 5' }),
+      mutant({ id: 'm-twice', find: 'export const' }),
+      mutant({ id: 'm-unknown', guarantees: ['G9-nobody'] }),
+      mutant({ id: 'm-deferred', guarantees: ['G2-split'] }),
+      mutant({ id: 'm-no-test', tests: ['contracts/storage/gone.test.ts'] }),
+      mutant({ id: 'm-no-file', file: 'src/gone.ts' }),
+      mutant({ id: 'm-same', replace: 'x * 2' }),
+      mutant({ id: 'm-lane', lane: 'gpu' }),
+      mutant({ id: 'm-key', tset: [] }),
+      mutant({ id: 'm-stale' }),
+    ]),
+  );
+  assert.equal(status, 1);
+  const file = 'contracts/mutants/storage.json';
+  has(report.problems, { file, message: 'mutant m-stale: its find text is not in src/owner.ts (stale)' });
+  has(report.problems, { file, message: 'mutant m-twice: its find text occurs more than once in src/owner.ts' });
+  has(report.problems, { file, message: 'mutant m-unknown: names unknown id G9-nobody' });
+  has(report.problems, { file, message: 'mutant m-deferred: names deferred id G2-split' });
+  has(report.problems, { file, message: 'mutant m-no-test: test file contracts/storage/gone.test.ts does not exist' });
+  has(report.problems, { file, message: 'mutant m-no-file: file src/gone.ts does not exist' });
+  has(report.problems, { file, message: 'mutant m-same: find and replace are the same text' });
+  has(report.problems, { file, message: 'mutant m-lane: lane must be node or browser' });
+  has(report.problems, { file, message: 'mutant m-key: unknown key(s) tset' });
+  has(report.problems, { file, message: `mutant m-stale: id also used in ${file}` });
+  assert.equal(report.problems.length, 10);
+});
+
 test('a clean tree passes and counts active, deferred and evidence titles', () => {
   const root = tree({
     'contracts/registry/storage.json': registry('storage', [active('G1-no-clone', 'contracts/storage/owner.test.ts'), deferred('G2-split')]),
@@ -71,7 +118,7 @@ test('a clean tree passes and counts active, deferred and evidence titles', () =
   assert.equal(status, 0);
   assert.equal(report.ok, true);
   assert.deepEqual(report.problems, []);
-  assert.deepEqual(report.counts, { active: 1, deferred: 2, evidenceTitles: 1, titlesWithIds: 1, testFiles: 1 });
+  assert.deepEqual(report.counts, { active: 1, deferred: 2, evidenceTitles: 1, titlesWithIds: 1, testFiles: 1, mutants: 0 });
   assert.equal(report.layers.storage.active, 1);
   assert.equal(report.layers.storage.deferred, 1);
   assert.equal(report.layers.dataplane.deferred, 1);
