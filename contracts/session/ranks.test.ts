@@ -19,7 +19,7 @@ import {
   readDenseWeights,
 } from '../../src/index.js';
 import type { ArchitecturePartition, DenseWeights, PartitionModel, RankSpawner } from '../../src/index.js';
-import { SPIN_FLOOR_MICROS, nextSpinBound } from '../../src/session/partition/protocol.js';
+import { SPIN_FLOOR_MICROS, nextSpinBound, pickGreedy } from '../../src/session/partition/protocol.js';
 import { expectCode, expectCodeAsync } from '../support/expect-error.js';
 import { readModelFixture } from '../support/models.js';
 
@@ -180,6 +180,14 @@ describe('polling for a peer', () => {
 });
 
 describe.skipIf(!present)('the shared classifier of a tensor partition', () => {
+  it('[TS-dist-shared-classifier] the greedy id is the candidate with the largest logit, ties to the smallest index, whichever rank found it', () => {
+    const logits = new Float32Array([1, 5, 3, 5, 2]);
+    expect(pickGreedy([2, 3], logits)).toBe(3);
+    expect(pickGreedy([3, 1, -1], logits)).toBe(1);
+    expect(pickGreedy([-1, 4, 2], logits)).toBe(2);
+    expect(pickGreedy([-1, -1], logits)).toBe(-1);
+  });
+
   it('[TS-dist-shared-classifier] tensor ranks compute the classifier in claimed chunks: each chunk once per step, by whichever rank gets there first, with the same logits', async () => {
     const partition = evenTensorPartition(partitionModelOf(model!), 2);
     const a = await session(partition);

@@ -31,7 +31,7 @@ import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
-import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, MAX_TRACE_STEPS, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, controlWords, phaseIndex, rankBase, roundFailure, traceLayout } from './protocol.js';
+import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, MAX_TRACE_STEPS, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, controlWords, phaseIndex, pickGreedy, rankBase, roundFailure, traceLayout } from './protocol.js';
 import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState, RankStepTrace } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
@@ -600,12 +600,10 @@ export class PartitionedSession {
    * whole row (argmax: ties go to the smallest index) gives for rows without NaN.
    */
   #greedy(logits: Float32Array): number {
-    let best = -1;
-    for (const p of this.#classifiers) {
-      const i = Atomics.load(this.#ctrl, rankBase(this.maxBatch, p.rank) + RANK_WORD.BEST);
-      if (i >= 0 && (best < 0 || logits[i]! > logits[best]! || (logits[i] === logits[best] && i < best))) best = i;
-    }
-    return best;
+    return pickGreedy(
+      this.#classifiers.map((p) => Atomics.load(this.#ctrl, rankBase(this.maxBatch, p.rank) + RANK_WORD.BEST)),
+      logits,
+    );
   }
 
   // ----- checkpoints, rollback, reset -----

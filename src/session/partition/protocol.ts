@@ -263,6 +263,16 @@ export function roundFailure(c: Int32Array, maxBatch: number, ranks: number, pha
   return undefined;
 }
 
+/**
+ * The greedy id of a step from the classifying ranks' candidates (RANK_WORD.BEST; -1: the rank computed no
+ * rows): the candidate with the largest logit, ties to the smallest index, as argmax over the whole row.
+ */
+export function pickGreedy(candidates: readonly number[], logits: Float32Array): number {
+  let best = -1;
+  for (const i of candidates) if (i >= 0 && (best < 0 || logits[i]! > logits[best]! || (logits[i] === logits[best] && i < best))) best = i;
+  return best;
+}
+
 /** Benchmark counters of one rank: activation exchanges and time inside them, time in forward passes (µs). */
 export interface RankCounters {
   readonly exchanges: number;
