@@ -25,7 +25,7 @@ import { randomF32, runBoth, useWebGPU } from './harness.js';
 const EPS = 1e-5;
 const THETA = 10000;
 const ROPE_TOL = 4e-6;
-/** The attention output's bound, relative to 1 + the largest |v| of the group (see the plan). */
+/** The attention output's bound, relative to 1 + the largest |v| in the cache rows read (see the plan). */
 const OUT_TOL = 2e-4;
 /** Pipeline compiles on SwiftShader under a loaded machine. */
 const TIMEOUT = 180_000;
