@@ -13,10 +13,11 @@
 // step's logits bit for bit, and asserting at every step that the provider's live bytes never exceed the
 // budget plus the fixed state (everything a resident forward holds besides its layer weights).
 // Construction refuses a budget below the largest layer (EINVAL budget-below-layer, with the numbers)
-// before anything is allocated.
-import { describe, expect, it } from 'vitest';
+// before anything is allocated. Models load once for the file, and each lane's providers (with one runtime
+// each, so pipelines compile once) serve all its tests: every test reads the live bytes at its start.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlamaForward, createRuntime, loadModel } from '../../src/index.js';
-import type { HostProvider, LoadedModel, ResidencyPolicy, WebGPUProvider } from '../../src/index.js';
+import type { HostProvider, LoadedModel, ResidencyPolicy, Runtime, WebGPUProvider } from '../../src/index.js';
 import { expectCodeAsync } from '../support/expect-error.js';
 import { readGgufFixture } from '../support/gguf-fixtures.js';
 import type { GgufFixture } from '../support/gguf-fixtures.js';
@@ -34,6 +35,30 @@ const TIMEOUT = 300_000;
 const stories = await readModelFixture('stories260K.bin');
 const tok512 = await readModelFixture('tok512.bin');
 
+/** Each model is loaded once for the whole file (both providers, both describes share it). */
+const loaded = new Map<string, Promise<LoadedModel | undefined>>();
+function once(name: string, load: () => Promise<LoadedModel | undefined>): Promise<LoadedModel | undefined> {
+  let m = loaded.get(name);
+  if (m === undefined) loaded.set(name, (m = load()));
+  return m;
+}
+
+/**
+ * One provider and runtime per provider case for the whole file (its pipelines compile once): every test
+ * reads the live bytes at its start and asserts that each forward it made gives them back.
+ */
+const lanes = new Map<string, { provider: HostProvider | WebGPUProvider; runtime: Runtime }>();
+beforeAll(async () => {
+  for (const pc of providerCases()) {
+    const provider = await pc.make();
+    lanes.set(pc.name, { provider, runtime: createRuntime(provider) });
+  }
+});
+afterAll(() => {
+  for (const { provider } of lanes.values()) if (provider.kind === 'webgpu') (provider as WebGPUProvider).destroy();
+  lanes.clear();
+});
+
 interface Case {
   readonly name: string;
   readonly webgpu: boolean;
@@ -43,14 +68,15 @@ interface Case {
 const gguf = (file: GgufFixture, webgpu = false): Case => ({
   name: file,
   webgpu,
-  load: async () => {
-    const bytes = await readGgufFixture(file);
-    return bytes === undefined ? undefined : loadModel(bytes);
-  },
+  load: () =>
+    once(file, async () => {
+      const bytes = await readGgufFixture(file);
+      return bytes === undefined ? undefined : loadModel(bytes);
+    }),
 });
 
 const CASES: readonly Case[] = [
-  { name: 'stories260K.bin', webgpu: true, load: async () => (stories === undefined || tok512 === undefined ? undefined : loadModel(stories, { tokenizer: tok512 })) },
+  { name: 'stories260K.bin', webgpu: true, load: () => once('stories260K.bin', async () => (stories === undefined || tok512 === undefined ? undefined : loadModel(stories, { tokenizer: tok512 }))) },
   gguf('tiny-llama-F16.gguf'),
   gguf('tiny-llama-Q8_0.gguf'),
   gguf('tiny-llama-Q4_0.gguf'),
@@ -66,8 +92,7 @@ for (const pc of providerCases()) {
       it(`[TS-residency-policy][TS-residency-budget][TS-residency-same-logits][TS-residency-slot-proof][TS-residency-release] ${tc.name}: bounded windows (one layer, half the layers) give the resident logits bit for bit within budget`, async () => {
         const model = await tc.load();
         if (model === undefined) return;
-        const provider: HostProvider | WebGPUProvider = await pc.make();
-        const runtime = createRuntime(provider);
+        const { provider, runtime } = lanes.get(pc.name)!;
         const steps = pc.kind === 'host' ? HOST_STEPS : WEBGPU_STEPS;
         const options = { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' as const };
         const before = provider.counters().liveBytes;
@@ -132,11 +157,12 @@ for (const pc of providerCases()) {
   describe(`expert cache on ${pc.name}`, () => {
     for (const file of MOE_KINDS.filter((f) => pc.kind === 'host' || f === 'tiny-moe-Q4_K_M.gguf')) {
       it(`[TS-expert-cache][TS-expert-counters] ${file}: caches of one expert and of every expert (host) give the resident logits bit for bit`, async () => {
-        const bytes = await readGgufFixture(file);
-        if (bytes === undefined) return;
-        const model = await loadModel(bytes);
-        const provider = await pc.make();
-        const runtime = createRuntime(provider);
+        const model = await once(file, async () => {
+          const bytes = await readGgufFixture(file);
+          return bytes === undefined ? undefined : loadModel(bytes);
+        });
+        if (model === undefined) return;
+        const { provider, runtime } = lanes.get(pc.name)!;
         const steps = pc.kind === 'host' ? HOST_STEPS : MOE_WEBGPU_STEPS;
         const options = { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' as const };
         const before = provider.counters().liveBytes;
