@@ -19,7 +19,7 @@ export {
   softmax as referenceSoftmax,
 } from './reference.js';
 export type { ReferenceForwardOptions, ReferenceModel, ReferenceOptions } from './reference.js';
-export { ATTENTION_SPLIT_POSITIONS, DECODE_MODES, KERNEL_MODES, LlamaForward } from './llama.js';
+export { ATTENTION_SPLIT_POSITIONS, DECODE_MODES, KERNEL_MODES, LlamaForward, defaultKernels } from './llama.js';
 export type { ChainedStep, DecodeMode, KernelMode, LlamaForwardOptions, RunOptions, StepInput, StepResult } from './llama.js';
 export { Sampler, argmaxOf } from './sampler.js';
 export type { DeviceChoice, SamplerOptions } from './sampler.js';

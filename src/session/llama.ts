@@ -24,9 +24,11 @@
 // (qmatmul_expert's expertBase: pairs routed elsewhere keep their rows).
 //
 // Kernels (`kernels` option). The graphs are built from one of two per-layer dispatch lists:
-// - 'unfused' (the default on every provider for now: the host's WebAssembly kernels run op by op, and
-//   dispatches cost it nothing; on WebGPU the fused list is opt-in until a real GPU has measured it faster,
-//   and on the software adapters of CI its workgroup-heavy kernels are much slower): rmsnorm, Q, K, V, (3 bias_add), 2 rope, 2 kv_write, attention, O, add, rmsnorm, gate, up,
+// Without the option, defaultKernels picks: 'fused' on a WebGPU provider over a hardware adapter, the list
+// written for real GPUs (not yet measured on one: no device has been available to this project), and
+// 'unfused' on the host (dispatches cost it nothing), on a software adapter (SwiftShader emulates the fused
+// list's workgroup reductions on the CPU and runs it many times slower) and under a bounded window.
+// - 'unfused': rmsnorm, Q, K, V, (3 bias_add), 2 rope, 2 kv_write, attention, O, add, rmsnorm, gate, up,
 //   silu_mul, down, add: 17 dispatches per dense layer (20 with biases), plus rmsnorm, classifier and
 //   argmax (and the embedding) per step. On WebGPU the same list saves dispatches and passes over memory
 //   with kernels of the same per-invocation shape (no workgroup reductions): O and down with F32 weights
@@ -37,7 +39,7 @@
 //   FFN norm, gate, up and SiLU·mul in one matmul_nt_norm_glu, and with an F32 classifier folds the final
 //   norm into it (matmul_nt_norm): 6 dispatches per F32 dense layer + 3 (33 per token for stories260K's 5
 //   layers, 89 before), 14 per layer with quantized weights (+ 4 with a quantized classifier);
-// - 'fused' (opt-in, `kernels: 'fused'`; src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
+// - 'fused' (src/submit/ops/fused-*.ts, shaders/fused_*.wesl): fused_norm_qkv_rope
 //   (norm folded into the Q/K/V projection, biases, RoPE and the KV-cache write in its epilogue),
 //   fused_attention (one pass over the cache; for a decode step whose cache is longer than
 //   `attentionSplit` positions, split over positions plus a combine dispatch), fused_matmul_add (O into the
@@ -98,8 +100,8 @@
 // Bounded forwards run 'plain' steps and the op-by-op list only.
 // Thread: the runtime's.
 import { TenonError, isTenonError } from '../errors.js';
-import { zeros } from '../storage/index.js';
-import type { AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
+import { classifyAdapter, zeros } from '../storage/index.js';
+import type { AdapterClass, AllocationGroup, AllocationSlot, DType, DescriptorSlot, HostProvider, WebGPUProvider } from '../storage/index.js';
 import {
   FUSED_ATTENTION_BLOCK,
   FUSED_MATVEC,
@@ -162,8 +164,9 @@ export interface LlamaForwardOptions {
    */
   readonly decode?: DecodeMode;
   /**
-   * The per-layer dispatch list (see the module comment): 'unfused' (the default) or 'fused' (opt-in on
-   * WebGPU until measured faster on a real GPU; it also runs on the host, through the fused ops' twins).
+   * The per-layer dispatch list (see the module comment): 'fused' or 'unfused'. Default: defaultKernels
+   * ('fused' on a hardware WebGPU adapter, 'unfused' on the host, a software adapter or a bounded window).
+   * The fused list also runs on the host, through the fused ops' twins.
    */
   readonly kernels?: KernelMode;
   /**
@@ -182,6 +185,15 @@ export interface LlamaForwardOptions {
 /** Which per-layer dispatch list the graphs are built from. */
 export type KernelMode = 'fused' | 'unfused';
 export const KERNEL_MODES: readonly KernelMode[] = ['fused', 'unfused'];
+
+/**
+ * The dispatch list for a provider whose adapter is `adapter` (undefined: the host provider) when the
+ * options name none (see the module comment): 'fused' on a hardware adapter unless `bounded`, else
+ * 'unfused'.
+ */
+export function defaultKernels(adapter: AdapterClass | undefined, bounded: boolean): KernelMode {
+  return adapter !== undefined && !adapter.software && !bounded ? 'fused' : 'unfused';
+}
 
 /**
  * Decode attention splits of this many positions: below it one workgroup per head walks the whole cache
@@ -673,12 +685,13 @@ export class LlamaForward {
     const decode = options.decode ?? 'chained';
     if (!DECODE_MODES.includes(decode)) throw new TenonError('EINVAL', `decode must be one of ${DECODE_MODES.join(', ')}`, { op, reason: 'bad-decode-mode' });
     const provider = runtime.provider as HostProvider | WebGPUProvider;
-    const kernels = options.kernels ?? 'unfused';
+    const residency = checkPolicy(options.residency, op);
+    const adapter = provider.kind === 'webgpu' ? classifyAdapter(provider.adapterInfo) : undefined;
+    const kernels = options.kernels ?? defaultKernels(adapter, residency.kind === 'bounded');
     if (!KERNEL_MODES.includes(kernels)) throw new TenonError('EINVAL', `kernels must be one of ${KERNEL_MODES.join(', ')}`, { op, reason: 'bad-kernels' });
     const splitLen = options.attentionSplit ?? ATTENTION_SPLIT_POSITIONS;
     if (!Number.isSafeInteger(splitLen) || splitLen < 1) throw new TenonError('EINVAL', 'attentionSplit must be a positive integer', { op, reason: 'bad-attention-split' });
     const fused = kernels === 'fused';
-    const residency = checkPolicy(options.residency, op);
     if (residency.kind === 'bounded' && fused) throw new TenonError('ENOTSUP', 'a bounded window runs the op-by-op kernels', { op, reason: 'bounded-needs-unfused' });
     const splitAttention = fused && maxSeq > splitLen;
     const ropeFactors = await ropeFactorsOf(model);
