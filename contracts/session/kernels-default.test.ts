@@ -5,10 +5,11 @@
 // give 'unfused'; a bounded residency window gives 'unfused' even on hardware; (2) on every provider of
 // the lane (the host, and the WebGPU adapter of this lane, checked to be a software one so the case
 // means what it says), a forward over stories260K built without the option reports 'unfused' (the field
-// its graph builder reads to pick the list), and one given 'fused' reports 'fused'. The hardware branch of
-// a real forward runs only where a real GPU is (the hardware lane); here the rule itself is checked.
+// its graph builder reads to pick the list), as does a TextSession's report, and one given 'fused' reports
+// 'fused'. The hardware branch of a real forward runs only where a real GPU is (the hardware lane); here
+// the rule itself is checked.
 import { describe, expect, it } from 'vitest';
-import { LlamaForward, classifyAdapter, createRuntime, defaultKernels, loadModel } from '../../src/index.js';
+import { LlamaForward, TextSession, classifyAdapter, createRuntime, defaultKernels, loadModel } from '../../src/index.js';
 import type { AdapterIdentity, HostProvider, WebGPUProvider } from '../../src/index.js';
 import { readModelFixture } from '../support/models.js';
 import { providerCases } from '../support/providers.js';
@@ -42,12 +43,16 @@ describe('the dispatch list a forward gets by default', () => {
         const runtime = createRuntime(provider);
         const plain = await LlamaForward.create(runtime, model, { maxSeq: 8 });
         const fused = await LlamaForward.create(runtime, model, { maxSeq: 8, kernels: 'fused' });
+        const session = await TextSession.create({ runtime, model, maxSeq: 8 });
         try {
           expect(plain.kernels).toBe('unfused');
           expect(fused.kernels).toBe('fused');
+          // A session (and the CLI's --json, which prints this report) says which list it runs.
+          expect(session.report().decode.kernels).toBe('unfused');
         } finally {
           plain.dispose();
           fused.dispose();
+          session.dispose();
         }
       } finally {
         if (provider.kind === 'webgpu') provider.destroy();

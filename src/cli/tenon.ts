@@ -15,8 +15,9 @@
 // mode writes plain text to stdout; --json writes one JSON object and a newline: generate { provider (the
 // one that ran), providerSelection { requested, kind, reason, adapter?, message }, adapter, model,
 // promptIds, renderedPrompt (--chat), generatedIds, text, stop (max-tokens | end-of-generation |
-// context-full), maxSeq, decode { mode, dispatchesPerToken, queueSubmits, hostAwaits, bytesReadBack: the
-// runtime's counters over the generation }, eventPump (WebGPU: `paced` or Dawn's own `immediate`), read,
+// context-full), maxSeq, decode { mode, kernels (the per-layer dispatch list), dispatchesPerToken,
+// queueSubmits, hostAwaits, bytesReadBack: the runtime's counters over the generation }, eventPump
+// (WebGPU: `paced` or Dawn's own `immediate`), read,
 // timings }, tokenize { ids, tokens,
 // read }, render { prompt, read }, where `read` counts the file reads (reads, bytes, the
 // largest single read, the file's size). --help prints the usage
@@ -142,9 +143,9 @@ export function contextPlan(promptLength: number, steps: number, contextLength: 
  * bytes read back (a chained greedy decode: one submission, one wait and 4 bytes per token).
  */
 function decodeReport(session: TextSession, before: RuntimeStats, after: RuntimeStats): unknown {
-  const { mode, dispatchesPerToken } = session.report().decode;
+  const { mode, kernels, dispatchesPerToken } = session.report().decode;
   const delta = (key: 'queueSubmits' | 'hostAwaits' | 'bytesReadBack'): number => after[key] - before[key];
-  return { mode, dispatchesPerToken: dispatchesPerToken ?? null, queueSubmits: delta('queueSubmits'), hostAwaits: delta('hostAwaits'), bytesReadBack: delta('bytesReadBack') };
+  return { mode, kernels, dispatchesPerToken: dispatchesPerToken ?? null, queueSubmits: delta('queueSubmits'), hostAwaits: delta('hostAwaits'), bytesReadBack: delta('bytesReadBack') };
 }
 
 async function generate(args: GenerateArgs): Promise<void> {

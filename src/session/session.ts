@@ -57,7 +57,7 @@ import type { ChatInput, ChatMessage, LoadedModel, LoweringKindName, ModelIdenti
 import { PROMPT_CACHE_SCHEMA, decodePromptCache, encodePromptCache } from './prompt-cache.js';
 import type { PromptCacheManifest } from './prompt-cache.js';
 import { LlamaForward } from './llama.js';
-import type { ChainedStep, DecodeMode, LlamaForwardOptions, StepResult } from './llama.js';
+import type { ChainedStep, DecodeMode, KernelMode, LlamaForwardOptions, StepResult } from './llama.js';
 import type { ResidencyReport } from './residency.js';
 import type { LlamaModelFile } from '../model/index.js';
 import { Sampler, argmaxOf } from './sampler.js';
@@ -150,8 +150,8 @@ export interface StepOptions {
 
 export interface SessionReport {
   readonly provider: string;
-  /** How steps are submitted, and the dispatches of one decode step (once its graph exists). */
-  readonly decode: { readonly mode: DecodeMode; readonly dispatchesPerToken: number | undefined };
+  /** How steps are submitted, the per-layer dispatch list, and the dispatches of one decode step (once its graph exists). */
+  readonly decode: { readonly mode: DecodeMode; readonly kernels: KernelMode; readonly dispatchesPerToken: number | undefined };
   readonly residency: 'device' | 'host';
   /** Packed weight bytes on the provider, in all and by lowering kind. */
   readonly weightBytes: number;
@@ -629,7 +629,7 @@ export class TextSession {
     const provider = this.#forward.runtime.provider;
     return {
       provider: provider.id,
-      decode: { mode: this.#forward.mode, dispatchesPerToken: this.#forward.decodeDispatches },
+      decode: { mode: this.#forward.mode, kernels: this.#forward.kernels, dispatchesPerToken: this.#forward.decodeDispatches },
       residency: provider.kind === 'webgpu' ? 'device' : 'host',
       weightBytes: this.#forward.weightBytes,
       weightBytesByKind: this.#forward.weightBytesByKind,
