@@ -1590,28 +1590,15 @@ export class LlamaForward {
       const split = this.#attentionSplit;
       const vecOf = (): string => (L.attnVec === undefined ? attnNorm : declare(`attnVec${l}`, L.attnVec.slot, 'f32', [dim + width]));
       const block = useAttentionBlock(T, split !== undefined, [L.q, L.k, L.v].map((w) => w.parts.length), heads, kvHeads, headDim);
+      // Both one-part forms read the whole Q, K and V matrices with the same per-step values.
+      const qkvOf = (s: StepValues) => ({ k: dim, qKind: L.q.kind, kKind: L.k.kind, vKind: L.v.kind, eps: plan.eps, ...ropeKvOf(s) });
       if (block) {
         // Norm, Q/K/V, RoPE, the KV write and attention in one dispatch (the rule: useAttentionBlock).
         const op = L.attnVec === undefined ? FUSED_ATTENTION_BLOCK.block[variant] : FUSED_ATTENTION_BLOCK.bias[variant];
-        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), att, kc, vc], (s: StepValues) => ({
-          k: dim,
-          qKind: L.q.kind,
-          kKind: L.k.kind,
-          vKind: L.v.kind,
-          eps: plan.eps,
-          ...ropeKvOf(s),
-        }));
+        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), att, kc, vc], qkvOf);
       } else if ([L.q, L.k, L.v].every((w) => w.parts.length === 1)) {
         const op = L.attnVec === undefined ? FUSED_MATVEC.normQkvRope[variant] : FUSED_MATVEC.normQkvRopeBias[variant];
-        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), q, kc, vc], (s: StepValues) => ({
-          m: T,
-          k: dim,
-          qKind: L.q.kind,
-          kKind: L.k.kind,
-          vKind: L.v.kind,
-          eps: plan.eps,
-          ...ropeKvOf(s),
-        }));
+        add(op, [x, vecOf(), partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), q, kc, vc], (s: StepValues) => ({ m: T, ...qkvOf(s) }));
       } else {
         // A split matrix: every part's rows into the qkv scratch at their columns, then biases, RoPE and
         // the KV write (the same arithmetic as the one-pass kernel, so the same bits).

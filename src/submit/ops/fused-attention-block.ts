@@ -11,11 +11,10 @@ import variants from '../../../shaders/fused_attention_block.wesl?wesl';
 import { attentionScale } from './attention.js';
 import { F32, checkDispatch, rejectParam } from './common.js';
 import { fusedAttention } from './fused-attention.js';
-import { FUSED_MATVEC, ROPE_PARAMS_BYTES, WEIGHT_DTYPES, kindConstants, layoutOf, pack } from './fused-matvec.js';
+import { FUSED_MATVEC, ROPE_PARAMS_BYTES, WEIGHT_DTYPES, kindConstants, pack, ropeFormFields } from './fused-matvec.js';
 import type { FusedNormQkvRopeArrays, FusedNormQkvRopeParams } from './fused-matvec.js';
 import { weslVariant } from './fused-variants.js';
 import type { QMatmulVariant } from './qmatmul.js';
-import { ropeTable } from './rope.js';
 import type { OpBinding, OpDef } from './types.js';
 
 /** fused_norm_qkv_rope's params for one row (m = 1): the step's position is pos0. */
@@ -76,20 +75,8 @@ function makeAttentionBlock(variant: QMatmulVariant, bias: boolean): OpDef<Fused
       }
     },
     params(p, offsets) {
-      const qDim = p.heads * p.headDim;
-      const kvDim = p.kvHeads * p.headDim;
-      const buffer = pack(PARAMS_BYTES, {
-        offsets, m: 1, k: p.k, eps: p.eps, n: 0, stride: qDim, col: 0,
-        pos0: p.pos0, qDim, kvDim, headDim: p.headDim,
-        at: { x: 0, vec: 1, out: 5, kc: 6, vc: 7 },
-        weights: [
-          { binding: 2, layout: layoutOf(name, p.qKind, p.k) },
-          { binding: 3, layout: layoutOf(name, p.kKind, p.k) },
-          { binding: 4, layout: layoutOf(name, p.vKind, p.k) },
-        ],
-        biasAt: [p.k, p.k + qDim, p.k + qDim + kvDim],
-        freq: ropeTable({ count: 1, heads: p.heads, headDim: p.headDim, pos0: p.pos0, theta: p.theta, ...(p.style === undefined ? {} : { style: p.style }), ...(p.freqFactors === undefined ? {} : { freqFactors: p.freqFactors }) }),
-      });
+      // The rope form's fields for one row (the kernel reads neither m nor n), then the attention fields.
+      const buffer = pack(PARAMS_BYTES, { ...ropeFormFields(name, oneRow(p), offsets), n: 0 });
       const tail = new DataView(buffer, ROPE_PARAMS_BYTES);
       tail.setUint32(0, p.heads, true);
       tail.setUint32(4, p.kvHeads, true);

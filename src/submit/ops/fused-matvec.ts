@@ -399,6 +399,31 @@ function makeMatmulAdd(variant: QMatmulVariant): OpDef<FusedMatmulAddParams, Fus
 }
 
 /** The rope op's params for `rows` rows of `heads` heads (its checks and table are the fused op's). */
+/** Widths of the Q row and of a K or V row. */
+function dims(p: FusedNormQkvRopeParams): { qDim: number; kvDim: number } {
+  return { qDim: p.heads * p.headDim, kvDim: p.kvHeads * p.headDim };
+}
+
+/**
+ * The params fields of the rope form (bindings x, vec, wq, wk, wv, out, kCache, vCache), which
+ * fused_attention_block's params start with too (src/submit/ops/fused-attention-block.ts).
+ */
+export function ropeFormFields(name: string, p: FusedNormQkvRopeParams, offsets: readonly number[]): Fields {
+  const { qDim, kvDim } = dims(p);
+  return {
+    offsets, m: p.m, k: p.k, eps: p.eps, n: (qDim + 2 * kvDim) / 2, stride: qDim, col: 0,
+    pos0: p.pos0, qDim, kvDim, headDim: p.headDim,
+    at: { x: 0, vec: 1, out: 5, kc: 6, vc: 7 },
+    weights: [
+      { binding: 2, layout: layoutOf(name, p.qKind, p.k) },
+      { binding: 3, layout: layoutOf(name, p.kKind, p.k) },
+      { binding: 4, layout: layoutOf(name, p.vKind, p.k) },
+    ],
+    biasAt: [p.k, p.k + qDim, p.k + qDim + kvDim],
+    freq: ropeTable(ropeParams(p, p.heads)),
+  };
+}
+
 function ropeParams(p: FusedNormQkvRopeParams, heads: number): RopeParams {
   return {
     count: p.m,
@@ -423,7 +448,6 @@ function makeNormQkvRope(variant: QMatmulVariant, bias: boolean): OpDef<FusedNor
     { name: 'kCache', access: 'read_write', dtypes: F32 },
     { name: 'vCache', access: 'read_write', dtypes: F32 },
   ];
-  const dims = (p: FusedNormQkvRopeParams) => ({ qDim: p.heads * p.headDim, kvDim: p.kvHeads * p.headDim });
   return {
     name,
     shader: weslVariant(variants, conditions('rope', variant, bias), name),
@@ -454,19 +478,7 @@ function makeNormQkvRope(variant: QMatmulVariant, bias: boolean): OpDef<FusedNor
       checkShape(name, 'vCache', operands[7]!, [p.maxSeq, kvDim]);
     },
     params(p, offsets) {
-      const { qDim, kvDim } = dims(p);
-      return pack(ROPE_PARAMS_BYTES, {
-        offsets, m: p.m, k: p.k, eps: p.eps, n: (qDim + 2 * kvDim) / 2, stride: qDim, col: 0,
-        pos0: p.pos0, qDim, kvDim, headDim: p.headDim,
-        at: { x: 0, vec: 1, out: 5, kc: 6, vc: 7 },
-        weights: [
-          { binding: 2, layout: layoutOf(name, p.qKind, p.k) },
-          { binding: 3, layout: layoutOf(name, p.kKind, p.k) },
-          { binding: 4, layout: layoutOf(name, p.vKind, p.k) },
-        ],
-        biasAt: [p.k, p.k + qDim, p.k + qDim + kvDim],
-        freq: ropeTable(ropeParams(p, p.heads)),
-      });
+      return pack(ROPE_PARAMS_BYTES, ropeFormFields(name, p, offsets));
     },
     constants(p) {
       return { ...fusedMatvecTiling(p.m, p.k), ...kindConstants([p.qKind, p.kKind, p.vKind]), NEOX: p.style === 'neox' ? 1 : 0 };
