@@ -31,10 +31,12 @@
 //   stale             the `find` text is missing or not unique (the list went stale)
 // Only `killed` passes; anything else makes the run exit 1. Before any mutant, a control run per lane
 // checks that the suites pass unmutated (otherwise a failure would mean nothing). Isolation is checked,
-// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, one test that killed each
-// mutant run since the last check (of its failed named tests, the quickest in the control run) runs again
-// on the restored tree and must pass: it saw the mutated code, so a restore its modules missed fails it
-// again. A failure there is a leak (a mutant's effect outlived its restore), reported on the
+// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, each file mutated since the
+// last check is checked once: a test that killed the last mutant of that file (of its failed named tests,
+// the quickest in the control run) runs again on the restored tree and must pass. A file's state at the
+// check is its last write, so a restore the lane's modules missed shows as that mutant's code and fails
+// its killing test again (a missed restore of an earlier mutant of the file was overwritten by the later
+// mutant's write, which the lane was told of). A failure there is a leak (a mutant's effect outlived its restore), reported on the
 // summary line and failing the run. A mutant that was not killed fails the run anyway. The
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
@@ -272,7 +274,11 @@ async function runLane(lane, inLane) {
     if (client.child === undefined) await restart();
     const t0 = Date.now();
     const cost = (t) => controlTests.find((c) => c.file === t.file && c.name === t.name)?.duration ?? Infinity;
-    const targets = checked.flatMap(({ m, caught }) => {
+    // A file's state at the check is its last write: only the last killed mutant of each file could
+    // still be showing, so that mutant's quickest killing test is the file's check.
+    const lastOfFile = new Map();
+    for (const c of checked) if (c.caught.length > 0) lastOfFile.set(c.m.file, c);
+    const targets = [...lastOfFile.values()].flatMap(({ m, caught }) => {
       const quickest = caught.reduce((best, t) => (best === undefined || cost(t) < cost(best) ? t : best), undefined);
       return quickest === undefined ? [] : [{ ...quickest, id: m.id }];
     });
@@ -289,7 +295,7 @@ async function runLane(lane, inLane) {
           return status === 'passed' ? [] : [`${t.id}: ${t.file} > ${t.name} ${status}`];
         });
     if (bad.length === 0) {
-      say(`leak-check ${lane}: ${targets.length} test(s) that killed ${checked.length} mutant(s) pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
+      say(`leak-check ${lane}: ${targets.length} test(s), one per file the last ${checked.length} mutant(s) changed, pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
       return;
     }
     failures.push({ lane, after: `${count} mutant(s)`, mutants: checked.map(({ m }) => m.id), detail: bad });
