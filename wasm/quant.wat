@@ -793,12 +793,21 @@
   ;; sum (i32x4.dot_i16x8_s), made f32 once per block. Faster, but x carries a rounding error of up to
   ;; half its block's scale per element: results differ from the f32 kernels (the scalar twin
   ;; src/submit/wasm/q8-activation.ts gives them bit for bit).
+  ;; Lanes: every 16 consecutive elements (of a block of x, a Q6_K group) are split over the four lanes
+  ;; as elements 4l .. 4l + 3 to lane l, so x is stored as 16-bit values in the order "even elements,
+  ;; then odd elements" per 16: weights unpacked straight into 16-bit lanes by shifts (a byte's two
+  ;; nibbles, a byte pair's two bytes) then meet their x in one i32x4.dot_i16x8_s each, with no
+  ;; byte-to-halfword extends. (The same lanes as a 4-byte integer dot product, e.g. relaxed SIMD's
+  ;; i32x4.relaxed_dot_i8x16_i7x16_add_s; Node 20's V8 computes that instruction wrongly, twice the
+  ;; product, so it is not used.)
 
   ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
   ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
-  ;; i16 (64 bytes per block) at $xq and d (f32) at $xd + 4b.
+  ;; i16 (64 bytes per block: elements 0, 2, .. 14, then 1, 3, .. 15, then 16, 18, .. 30, then 17, 19, .. 31)
+  ;; at $xq, d (f32) at $xd + 4b and the block's four lane sums (f32) at $xs + 16b.
   (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
+    (local $e0 v128) (local $o0 v128) (local $e1 v128) (local $o1 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (block $done
       (loop $block
@@ -817,20 +826,29 @@
         (local.set $q1 (call $q16 (i32.add (local.get $x) (i32.const 32)) (local.get $id)))
         (local.set $q2 (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)))
         (local.set $q3 (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id)))
-        (v128.store (local.get $xq) (local.get $q0))
-        (v128.store offset=16 (local.get $xq) (local.get $q1))
-        (v128.store offset=32 (local.get $xq) (local.get $q2))
-        (v128.store offset=48 (local.get $xq) (local.get $q3))
-        ;; Lane l of the block's sum: the elements 8c + 2l and 8c + 2l + 1 of its four chunks c (the lanes
-        ;; of i32x4.dot_i16x8_s with ones), exact, as f32.
+        (local.set $e0 (call $evens (local.get $q0) (local.get $q1)))
+        (local.set $o0 (call $odds (local.get $q0) (local.get $q1)))
+        (local.set $e1 (call $evens (local.get $q2) (local.get $q3)))
+        (local.set $o1 (call $odds (local.get $q2) (local.get $q3)))
+        (v128.store (local.get $xq) (local.get $e0))
+        (v128.store offset=16 (local.get $xq) (local.get $o0))
+        (v128.store offset=32 (local.get $xq) (local.get $e1))
+        (v128.store offset=48 (local.get $xq) (local.get $o1))
+        ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
         (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $q0)) (i32x4.extadd_pairwise_i16x8_s (local.get $q1)))
-          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $q2)) (i32x4.extadd_pairwise_i16x8_s (local.get $q3))))))
+          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $e0)) (i32x4.extadd_pairwise_i16x8_s (local.get $o0)))
+          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $e1)) (i32x4.extadd_pairwise_i16x8_s (local.get $o1))))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
         (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
         (br $block))))
+
+  ;; The even i16 lanes of $a then those of $b (elements 0, 2, .. 14 of the 16 in $a, $b), and the odd ones.
+  (func $evens (param $a v128) (param $b v128) (result v128)
+    (i8x16.shuffle 0 1 4 5 8 9 12 13 16 17 20 21 24 25 28 29 (local.get $a) (local.get $b)))
+  (func $odds (param $a v128) (param $b v128) (result v128)
+    (i8x16.shuffle 2 3 6 7 10 11 14 15 18 19 22 23 26 27 30 31 (local.get $a) (local.get $b)))
 
   ;; Eight floats at $x times $id, rounded to the nearest integer (ties to even), as eight i16.
   (func $q16 (param $x i32) (param $id v128) (result v128)
@@ -865,8 +883,11 @@
   ;; and block: s = the four lanes of the exact integer dot product, acc += f32(s) * f[b]; the result is
   ;; acc's lane sum. The rows share each load of x; neither row's arithmetic depends on the other, so a
   ;; row gives the same bits whichever row it is paired with ($w1 = $w0 for a lone row).
+  ;; Unpacking: as 16-bit lanes, lane i of the 16 bytes holds element 2i (bits 0..3), 2i + 16 (4..7),
+  ;; 2i + 1 (8..11) and 2i + 17 (12..15); xor with 8 in every nibble makes each nibble q - 8 in 4-bit two's
+  ;; complement, which a left shift to the top and an arithmetic right shift by 12 sign-extend.
   (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
     (local $acc0 v128) (local $acc1 v128)
     (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
     (block $done
@@ -876,23 +897,19 @@
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
         (local.set $x2 (v128.load offset=32 (local.get $xq)))
         (local.set $x3 (v128.load offset=48 (local.get $xq)))
-        (local.set $v (v128.load (local.get $w0)))
-        (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
-        (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $v (v128.xor (v128.load (local.get $w0)) (i8x16.splat (i32.const 0x88))))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
           (v128.load32_splat (local.get $f0)))))
-        (local.set $v (v128.load (local.get $w1)))
-        (local.set $lo (i8x16.sub (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))) (i8x16.splat (i32.const 8))))
-        (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $v (v128.xor (v128.load (local.get $w1)) (i8x16.splat (i32.const 0x88))))
         (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
           (v128.load32_splat (local.get $f1)))))
         (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
         (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
@@ -903,7 +920,8 @@
     (f32.store (local.get $o0) (call $hsum (local.get $acc0)))
     (f32.store (local.get $o1) (call $hsum (local.get $acc1))))
 
-  ;; The same for two Q8_0 rows (32 signed bytes per block, used as they are).
+  ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
+  ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
   (func $rows2_q8_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
     (local $end i32) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
     (local $acc0 v128) (local $acc1 v128)
@@ -918,18 +936,18 @@
         (local.set $lo (v128.load (local.get $w0)))
         (local.set $hi (v128.load offset=16 (local.get $w0)))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
           (v128.load32_splat (local.get $f0)))))
         (local.set $lo (v128.load (local.get $w1)))
         (local.set $hi (v128.load offset=16 (local.get $w1)))
         (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (local.get $x3)))))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
           (v128.load32_splat (local.get $f1)))))
         (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
         (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
@@ -996,28 +1014,29 @@
             (local.set $qa (v128.load (local.get $ql)))
             (local.set $qc (v128.load offset=32 (local.get $ql)))
             (local.set $qhi (v128.load (local.get $qh)))
-            ;; Quantized x of element 256b + 128h + l + 32t at $xe + 64t.
+            ;; Quantized x of the 16 elements 256b + 128h + l + 32t + (0 .. 15) at $xe + 64t (even ones) and
+            ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes.
             (local.set $xe (i32.add (local.get $xq)
               (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
             (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=0 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=16 (local.get $xe)))))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=0 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=16 (local.get $xe)))))
               (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
             (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=64 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=80 (local.get $xe)))))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=64 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=80 (local.get $xe)))))
               (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
             (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=128 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=144 (local.get $xe)))))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=128 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=144 (local.get $xe)))))
               (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
             (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $q)) (v128.load offset=192 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $q)) (v128.load offset=208 (local.get $xe)))))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=192 (local.get $xe)))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=208 (local.get $xe)))))
               (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
@@ -1072,24 +1091,22 @@
         (block $chunksDone
           (loop $chunks
             (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
+            ;; As 16-bit lanes, lane i of each 16 bytes holds element 2i of sub-block 2c (bits 0..3), 2i + 1
+            ;; (8..11), and the same of sub-block 2c + 1 (4..7, 12..15); bytes 16.. hold elements 16...
             (local.set $v0 (v128.load (local.get $qp)))
             (local.set $v1 (v128.load offset=16 (local.get $qp)))
-            (local.set $a (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-            (local.set $u (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $a)) (v128.load (local.get $xe)))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $a)) (v128.load offset=16 (local.get $xe))))
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $u)) (v128.load offset=32 (local.get $xe)))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $u)) (v128.load offset=48 (local.get $xe))))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v0) (i16x8.splat (i32.const 0x0f))) (v128.load (local.get $xe)))
+                (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=16 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v1) (i16x8.splat (i32.const 0x0f))) (v128.load offset=32 (local.get $xe)))
+                (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=48 (local.get $xe))))))
               (v128.load32_splat (local.get $fs)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (v128.load32_splat offset=32 (local.get $fs)))))
-            (local.set $a (i8x16.shr_u (local.get $v0) (i32.const 4)))
-            (local.set $u (i8x16.shr_u (local.get $v1) (i32.const 4)))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $a)) (v128.load offset=64 (local.get $xe)))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $a)) (v128.load offset=80 (local.get $xe))))
-              (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $u)) (v128.load offset=96 (local.get $xe)))
-                (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $u)) (v128.load offset=112 (local.get $xe))))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=64 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v0) (i32.const 12)) (v128.load offset=80 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=96 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v1) (i32.const 12)) (v128.load offset=112 (local.get $xe))))))
               (v128.load32_splat offset=4 (local.get $fs)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (v128.load32_splat offset=36 (local.get $fs)))))
             (local.set $qp (i32.add (local.get $qp) (i32.const 32)))

@@ -10,9 +10,19 @@ import { halfToFloat, packedRowLayout } from '../ops/qmatmul-layout.js';
 const BLOCK = 32;
 /** Largest magnitude of a quantized x value. */
 const Q_MAX = 127;
-/** Vector lanes of the kernel's accumulators; elements per i16 chunk of its integer dot products. */
+/**
+ * Vector lanes of the kernel's accumulators, and elements per lane per 16: of every 16 consecutive
+ * elements (of a block, or of a Q6_K group), lane l sums elements 4l .. 4l + 3 (the kernel's x layout,
+ * even then odd elements, puts them there).
+ */
 const LANES = 4;
-const CHUNK = 8;
+const PER_LANE = 4;
+const SIXTEEN = 16;
+
+/** Element e (0 .. 31) of a 32-element block: the lane whose integer sum it goes to. */
+function laneOf(e: number): number {
+  return Math.floor((e % SIXTEEN) / PER_LANE);
+}
 const NIBBLE_OFFSET = 8;
 const I16_MIN = -32768;
 const I16_MAX = 32767;
@@ -90,14 +100,9 @@ export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K', x: F
         const dw = halfToFloat(bytes[halves + 2 * b]! | (bytes[halves + 2 * b + 1]! << 8));
         const scale = f(dw * xd[i * blocks + b]!);
         const xBase = i * k + b * BLOCK;
-        for (let l = 0; l < LANES; l++) {
-          let s = 0;
-          for (let c = 0; c < BLOCK / CHUNK; c++) {
-            const e = c * CHUNK + 2 * l;
-            s += wq[e]! * xq[xBase + e]! + wq[e + 1]! * xq[xBase + e + 1]!;
-          }
-          acc[l] = f(acc[l]! + f(f(s) * scale));
-        }
+        const s = [0, 0, 0, 0];
+        for (let e = 0; e < BLOCK; e++) s[laneOf(e)]! += wq[e]! * xq[xBase + e]!;
+        for (let l = 0; l < LANES; l++) acc[l] = f(acc[l]! + f(f(s[l]!) * scale));
       }
       out[i * n + j] = f(f(acc[0]! + acc[1]!) + f(acc[2]! + acc[3]!));
     }
@@ -135,7 +140,7 @@ function q6kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[],
               const xBase = i * k + b * QK_K + h * HALF + l + BLOCK * t;
               for (let lane = 0; lane < LANES; lane++) {
                 let s = 0;
-                for (const e of [2 * lane, 2 * lane + 1, CHUNK + 2 * lane, CHUNK + 2 * lane + 1]) s += q[e]! * xq[xBase + e]!;
+                for (let r = 0; r < PER_LANE; r++) s += q[PER_LANE * lane + r]! * xq[xBase + PER_LANE * lane + r]!;
                 acc[lane] = f(acc[lane]! + f(f(s) * scale));
               }
             }
@@ -179,17 +184,15 @@ function q4kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[],
           const xBase = i * k + b * QK_K + s * BLOCK;
           const scale = f(f(d * sc) * dx);
           const min = f(-f(dmin * mn) * dx);
+          const sq = [0, 0, 0, 0];
+          const sx = [0, 0, 0, 0];
+          for (let e = 0; e < BLOCK; e++) {
+            sq[laneOf(e)]! += q[e]! * xq[xBase + e]!;
+            sx[laneOf(e)]! += xq[xBase + e]!;
+          }
           for (let lane = 0; lane < LANES; lane++) {
-            let sq = 0;
-            let sx = 0;
-            for (let c = 0; c < BLOCK / CHUNK; c++) {
-              for (const e of [c * CHUNK + 2 * lane, c * CHUNK + 2 * lane + 1]) {
-                sq += q[e]! * xq[xBase + e]!;
-                sx += xq[xBase + e]!;
-              }
-            }
-            acc[lane] = f(acc[lane]! + f(f(sq) * scale));
-            acc[lane] = f(acc[lane]! + f(f(sx) * min));
+            acc[lane] = f(acc[lane]! + f(f(sq[lane]!) * scale));
+            acc[lane] = f(acc[lane]! + f(f(sx[lane]!) * min));
           }
         }
       }
