@@ -1031,25 +1031,27 @@
             (local.set $qc (v128.load offset=32 (local.get $ql)))
             (local.set $qhi (v128.load (local.get $qh)))
             ;; Quantized x of the 16 elements 256b + 128h + l + 32t + (0 .. 15) at $xe + 64t (even ones) and
-            ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes.
+            ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes. (Byte
+            ;; fields are shifted as 16-bit lanes, masked so no bit crosses into the next byte: x86 has no
+            ;; byte shifts, which V8 emulates with more instructions.)
             (local.set $xe (i32.add (local.get $xq)
               (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=0 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=16 (local.get $xe)))))
               (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i8x16.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=64 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=80 (local.get $xe)))))
               (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qa) (i32.const 4)) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=128 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=144 (local.get $xe)))))
               (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (i8x16.shr_u (local.get $qc) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (i16x8.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=192 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=208 (local.get $xe)))))
@@ -1058,7 +1060,8 @@
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
-    (call $hsum (local.get $acc)))
+    (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
   ;; f32 of the four lanes of sum x_q, written by $quantize_x): sub-block s of super-block b (elements
@@ -1133,7 +1136,8 @@
             (br $chunks)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
-    (call $hsum (local.get $acc)))
+    (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
   ;; first (see above). $scratch: K / 4 bytes of per-row factors (two rows' block factors for Q8_0 / Q4_0,
