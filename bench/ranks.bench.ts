@@ -1,6 +1,8 @@
 // Partitioned-session benchmark (issue 14, acceptance point 3): `npm run bench:ranks`, Node.
 // Greedy decode tokens/s of one host rank vs two host ranks of a tensor partition (KV heads and FFN columns
-// split in two, partial sums added in rank order; the classifier rows shared in claimed chunks), on
+// split in two, partial sums added in rank order; the classifier rows shared in claimed chunks), decoding
+// with PartitionedSession.decode (the ranks run the steps back to back; TS-dist-decode-run), next to the
+// same two partitions decoding one step() per token (the coordinator's turn-around between steps), on
 //   (a) a seeded random model of stories15M's shape (dim 288, 6 layers, 6 heads, ffn 768, vocab 32000),
 //       synthesised here (randomDenseWeights), and
 //   (b) tiny-llama-f32.gguf (dim 256, 4 layers, 8/4 heads, vocab 512) from ../shared/models.
@@ -172,6 +174,8 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
 interface Side {
   readonly name: string;
   readonly ranks: number;
+  /** Decodes with session.decode (the ranks run the steps back to back), else one session.step per token. */
+  readonly run: boolean;
   session: PartitionedSession;
   micros: number;
   steps: number;
@@ -217,9 +221,12 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
   // The two-rank side with the default spin bound comes first after one rank (the headline ratio); the
   // others vary only how long ranks poll before sleeping, in the same interleaved rounds.
   const sides: Side[] = [
-    { name: '1 host rank', ranks: 1, session: await make(one), micros: 0, steps: 0, ids: [] },
-    { name: '2 host ranks (tensor)', ranks: 2, session: await make(two), micros: 0, steps: 0, ids: [] },
-    ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
+    { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
+    { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
+    ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
+    // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
+    { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },
+    { name: '2 ranks, step()', ranks: 2, run: false, session: await make(two), micros: 0, steps: 0, ids: [] },
   ];
   try {
     const prompt = Array.from({ length: PROMPT_TOKENS }, (_, i) => (i * 37 + 1) % weights.config.vocabSize);
@@ -227,7 +234,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of sides) {
         const t0 = performance.now();
-        for (let i = 0; i < DECODE_STEPS; i++) s.ids.push((await s.session.step([s.ids[s.ids.length - 1]!])).argmax);
+        if (s.run) s.ids.push(...(await s.session.decode(s.ids[s.ids.length - 1]!, DECODE_STEPS)).ids);
+        else for (let i = 0; i < DECODE_STEPS; i++) s.ids.push((await s.session.step([s.ids[s.ids.length - 1]!])).argmax);
         s.micros += (performance.now() - t0) * 1000;
         s.steps += DECODE_STEPS;
       }
@@ -297,6 +305,8 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   for (const r of results) {
     console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
     for (const v of r.rows.slice(2)) console.log(`  ${v.side}: ${(v.tokensPerSecond / r.rows[0]!.tokensPerSecond).toFixed(2)}x`);
+    const stepped = r.rows.filter((v) => v.side.endsWith('step()'));
+    if (stepped.length === 2) console.log(`  one step() per token: 2 ranks / 1 rank = ${(stepped[1]!.tokensPerSecond / stepped[0]!.tokensPerSecond).toFixed(2)}x; decode runs vs step(): 1 rank ${(r.rows[0]!.tokensPerSecond / stepped[0]!.tokensPerSecond).toFixed(2)}x, 2 ranks ${(r.rows[1]!.tokensPerSecond / stepped[1]!.tokensPerSecond).toFixed(2)}x`);
   }
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageBefore: loadBefore, loadAverage: os.loadavg(), node: process.version };
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');

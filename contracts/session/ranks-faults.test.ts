@@ -69,6 +69,35 @@ describe.skipIf(!present)('rank loss', () => {
   }
 });
 
+describe.skipIf(!present)('rank loss in a decode run', () => {
+  for (const phase of RANK_PHASES) {
+    it(`[TS-dist-decode-run] tensor: a rank killed at ${phase} of a decode run's third step ends the run, the steps committed before it stay published, the session is fenced, no rank hangs`, async () => {
+      const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+      const first = await s.step(PROMPT);
+      await s.setRankFaults(1, { parkAt: phase, afterSteps: 2 });
+      const caught = s.decode(first.argmax, 5).catch((e: unknown) => e);
+      expect(await s.parked(1)).toBe(phase);
+      s.killRank(1);
+      const err = (await caught) as { code: string; reason: string; ids: Record<string, unknown> };
+      expect([err.code, err.reason]).toEqual(['ECONNRESET', 'rank-lost']);
+      expect(s.fenced).toBe(true);
+      const survivor = (await s.inspect([0]))[0]!;
+      if (phase === 'checkpoint') {
+        // Killed between steps: the second step's 'complete' was the last decision, and a rank that had not
+        // read it before the fence rolls it back, so that step is the indeterminate one.
+        expect(s.lastOutcome).toEqual({ state: 'indeterminate', epoch: 3, phase: 'complete' });
+        expect(s.tokens).toEqual([...PROMPT, 432]);
+        expect([6, 7]).toContain(survivor.length);
+      } else {
+        expect(s.lastOutcome).toEqual({ state: phase === 'complete' ? 'indeterminate' : 'aborted', epoch: 4, phase });
+        expect(s.tokens).toEqual([...PROMPT, 432, 383]);
+        expect([survivor.length, survivor.epoch]).toEqual([7, 3]);
+      }
+      await expectCodeAsync(() => s.decode(286, 1), 'EIO', 'fenced');
+    }, TIMEOUT);
+  }
+});
+
 describe.skipIf(!present)('disposal', () => {
   it('[TS-dist-rank-loss] disposing a session mid-step ends the step (EINVAL disposed) instead of leaving it waiting on ranks that are gone', async () => {
     const s = await session(PIPELINE);

@@ -214,6 +214,47 @@ describe.skipIf(!present)('the shared classifier of a tensor partition', () => {
 });
 
 describe.skipIf(!present)('the step transaction across ranks', () => {
+  it('[TS-dist-decode-run] a decode run: the ranks run greedy steps back to back, each one agreed transaction, with the greedy ids and last logits of step-by-step decoding', async () => {
+    for (const partition of [PIPELINE, evenTensorPartition(partitionModelOf(model!), 2)]) {
+      const stepped = await session(partition);
+      const ref = await greedy(stepped, 4);
+      const s = await session(partition);
+      const first = await s.step(PROMPT);
+      const run = await s.decode(first.argmax, 3);
+      expect([first.argmax, ...run.ids]).toEqual(ref.ids);
+      expect(run.pos).toBe(PROMPT.length);
+      expect(run.epoch).toBe(4);
+      // The ranks fed each step the id of the one before: the same history as the step-by-step session.
+      expect(s.tokens).toEqual([...PROMPT, ...ref.ids.slice(0, 3)]);
+      expect(s.length).toBe(PROMPT.length + 3);
+      expect(sameBits(run.logits, ref.logits[3]!)).toBe(true);
+      expect((await s.inspect()).map((x) => [x.length, x.epoch, x.digest])).toEqual((await stepped.inspect()).map((x) => [x.length, x.epoch, x.digest]));
+      // Three agreed rounds per step, as step() takes.
+      expect(s.stats()).toMatchObject({ steps: 4, agreements: 12 });
+    }
+  }, TIMEOUT);
+
+  it('[TS-dist-decode-run] a decode run refuses bad sizes and tokens, changing nothing; a step failing mid-run ends it: the steps before stay committed and published, that step rolls back on every rank', async () => {
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    const first = await s.step(PROMPT);
+    const before = await s.inspect();
+    await expectCodeAsync(() => s.decode(first.argmax, 0), 'EINVAL', 'bad-size');
+    await expectCodeAsync(() => s.decode(first.argmax, MAX_SEQ - PROMPT.length + 1), 'EINVAL', 'bad-size');
+    await expectCodeAsync(() => s.decode(weights!.config.vocabSize, 2), 'EINVAL', 'bad-token');
+    expect(await s.inspect()).toEqual(before);
+    expect(s.tokens).toEqual(PROMPT);
+    // Rank 1 fails the execute phase of the run's third step (epoch 4, fed 286).
+    await s.setRankFaults(1, { failAt: 'execute', afterSteps: 2 });
+    const err = await expectCodeAsync(() => s.decode(first.argmax, 4), 'EIO', 'rank-failed');
+    expect(err.ids).toMatchObject({ rank: 1, phase: 'execute', epoch: 4 });
+    expect(s.lastOutcome).toEqual({ state: 'aborted', epoch: 4, phase: 'execute' });
+    expect(s.tokens).toEqual([...PROMPT, 432, 383]);
+    expect(s.epoch).toBe(3);
+    expect((await s.inspect()).map((x) => [x.length, x.epoch])).toEqual([[7, 3], [7, 3]]);
+    // The history is intact: the failed step's token now commits, with the greedy id step-by-step decoding gives.
+    expect((await s.decode(286, 1)).ids).toEqual([261]);
+  }, TIMEOUT);
+
   it('[TS-txn-epoch-mismatch] a commit decision naming another epoch is refused by every rank and the step rolls back; so is a vote naming another epoch', async () => {
     const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
     await s.step(PROMPT);

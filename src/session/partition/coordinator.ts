@@ -12,7 +12,10 @@
 // the step's path until its final decision); a vote naming another epoch, or a rank refusing a decision
 // that names another epoch, aborts the step and every rank restores its step checkpoint
 // (TS-txn-epoch-mismatch). The step's tokens, length and logits are published only after the 'complete'
-// round agreed, and the coordinator re-reads that round's votes before it publishes.
+// round agreed, and the coordinator re-reads that round's votes before it publishes. A greedy decode run
+// (decode, TS-dist-decode-run) is one command for many one-token steps: the ranks run them back to back,
+// each the same transaction, each fed the greedy id of the one before, and this thread sleeps until the
+// run's last step or the first that does not commit, then publishes every committed step at once.
 // Checkpoints and rollbacks are two-phase over messages: a checkpoint exists only when every rank captured
 // its part (TS-dist-checkpoint); a rollback or reset changes a rank only after every rank prepared it with
 // the same metadata (TS-dist-rollback). Sharded prompt caches: one shard per stateful rank, staged and
@@ -84,6 +87,18 @@ export interface PartitionStep {
   /** The last row's logits (a copy). */
   readonly logits: Float32Array;
   readonly argmax: number;
+}
+
+/** A greedy decode run (PartitionedSession.decode): its committed steps. */
+export interface PartitionDecode {
+  /** The epoch of the run's last step. */
+  readonly epoch: number;
+  /** The position of the run's first step. */
+  readonly pos: number;
+  /** The greedy id of each step, in order (the next step's token). */
+  readonly ids: readonly number[];
+  /** The last step's logits (a copy). */
+  readonly logits: Float32Array;
 }
 
 export interface PartitionCheckpoint {
@@ -177,6 +192,10 @@ export class PartitionedSession {
   readonly #handles: RankWorkerHandle[];
   readonly #ctrl: Int32Array;
   readonly #logits: Float32Array;
+  /** The greedy id of each committed step by position, written by the ranks (RankInit.ids). */
+  readonly #ids: Int32Array;
+  /** CTRL.DECODED when the session was fenced, less a step whose 'complete' was the last decision (decode runs: steps committed before the one in flight). */
+  #decodedAtFence = 0;
   /** Ring per link, with the ranks at its ends. */
   readonly #rings: { from: number; to: number; sab: SharedArrayBuffer }[];
   readonly #pending = new Map<number, Pending & { rank: number }>();
@@ -200,7 +219,7 @@ export class PartitionedSession {
   readonly #trace: Float64Array | undefined;
   readonly #traceSteps: number;
 
-  private constructor(checked: CheckedPartition, options: PartitionedSessionOptions, handles: RankWorkerHandle[], ctrl: SharedArrayBuffer, logits: SharedArrayBuffer, rings: { from: number; to: number; sab: SharedArrayBuffer }[], trace: SharedArrayBuffer | undefined) {
+  private constructor(checked: CheckedPartition, options: PartitionedSessionOptions, handles: RankWorkerHandle[], ctrl: SharedArrayBuffer, logits: SharedArrayBuffer, ids: SharedArrayBuffer, rings: { from: number; to: number; sab: SharedArrayBuffer }[], trace: SharedArrayBuffer | undefined) {
     this.checked = checked;
     this.maxSeq = options.maxSeq;
     this.maxBatch = options.maxBatch;
@@ -208,6 +227,7 @@ export class PartitionedSession {
     this.#handles = handles;
     this.#ctrl = new Int32Array(ctrl);
     this.#logits = new Float32Array(logits);
+    this.#ids = new Int32Array(ids);
     this.#rings = rings;
     this.#manifest1 = communicationManifest(checked, 1);
     this.#classifiers = checked.plans.filter((p) => p.classifies).sort((a, b) => a.vocabStart - b.vocabStart);
@@ -251,13 +271,14 @@ export class PartitionedSession {
     const rings = manifest.links.map(([from, to]) => ({ from, to, sab: createRing(ringBytes, serial, 0) }));
     const ctrl = new SharedArrayBuffer(controlWords(maxBatch, n) * 4);
     const logits = new SharedArrayBuffer(weights.config.vocabSize * F32_BYTES);
+    const ids = new SharedArrayBuffer(maxSeq * Int32Array.BYTES_PER_ELEMENT);
     const trace = traceSteps === 0 ? undefined : new SharedArrayBuffer(traceLayout(weights.config.layers, traceSteps, n).words * Float64Array.BYTES_PER_ELEMENT);
     const handles: RankWorkerHandle[] = [];
     const lockBase = `tenon-rank:${serial}:${Math.random().toString(36).slice(2)}`;
     try {
       const started = await Promise.all(checked.plans.map((_, r) => options.spawn(r, `${lockBase}:${r}`)));
       for (const s of started) handles.push(s.handle);
-      const session = new PartitionedSession(checked, options, handles, ctrl, logits, rings, trace);
+      const session = new PartitionedSession(checked, options, handles, ctrl, logits, ids, rings, trace);
       await Promise.all(
         checked.plans.map((plan, r) => {
           // A tensor rank may compute any rank's classifier rows (claimed in chunks): it holds all of them.
@@ -284,6 +305,8 @@ export class PartitionedSession {
             sharedClassifier: shared ? checked.plans.map((p) => [p.vocabStart, p.vocabEnd] as const) : [],
             trace,
             traceSteps,
+            ids,
+            classifiers: session.#classifiers.map((p) => p.rank),
           };
           const transfer = [w.embedding, w.outputNorm, w.classifier, ...w.layers.flatMap((L) => Object.values(L) as Float32Array[])]
             .map((a) => a.buffer as ArrayBuffer)
@@ -372,6 +395,9 @@ export class PartitionedSession {
     const c = this.#ctrl;
     Atomics.store(c, CTRL.FENCE, 1);
     const inStep = this.#stepSeq !== undefined;
+    // Decode runs: a 'complete' decided last is the step in flight (its ranks may not all have applied it).
+    const last = inStep ? this.#lastDecision() : undefined;
+    this.#decodedAtFence = Atomics.load(c, CTRL.DECODED) - (last !== undefined && last.verdict === VERDICT.PROCEED && last.phase === phaseIndex('complete') ? 1 : 0);
     this.#fence = { rank, phase: inStep ? this.#pendingPhase() : undefined, committing: inStep && this.#commitDecided() };
     Atomics.store(c, CTRL.DECISION_VERDICT, VERDICT.FENCED);
     Atomics.add(c, CTRL.DECISION_SEQ, 1);
@@ -515,8 +541,11 @@ export class PartitionedSession {
     return d !== undefined && d.verdict === VERDICT.PROCEED && d.phase >= phaseIndex('execute');
   }
 
-  /** Waits for the current step's final decision (an abort, or the 'complete' round decided), sleeping on STEP_END. */
-  async #awaitEnd(): Promise<{ phase: RankPhase; verdict: number }> {
+  /**
+   * Waits for the final decision of what #issue started (an abort, or a 'complete' round decided once
+   * `runEnded`: a decode run's last step), sleeping on STEP_END.
+   */
+  async #awaitEnd(runEnded: () => boolean): Promise<{ phase: RankPhase; verdict: number }> {
     const c = this.#ctrl;
     const blockUntil = canBlock ? performance.now() + BLOCKING_STEP_MS : 0;
     for (;;) {
@@ -524,7 +553,7 @@ export class PartitionedSession {
       if (this.#disposed) throw new TenonError('EINVAL', 'the session was disposed mid-step', { op: 'partition.step', reason: 'disposed' });
       const seq = Atomics.load(c, CTRL.STEP_END);
       const d = this.#lastDecision();
-      if (d !== undefined && (d.verdict !== VERDICT.PROCEED || d.phase === phaseIndex('complete'))) return { phase: RANK_PHASES[d.phase]!, verdict: d.verdict };
+      if (d !== undefined && (d.verdict !== VERDICT.PROCEED || (d.phase === phaseIndex('complete') && runEnded()))) return { phase: RANK_PHASES[d.phase]!, verdict: d.verdict };
       const left = blockUntil - performance.now();
       if (left > 0) {
         Atomics.wait(c, CTRL.STEP_END, seq, left);
@@ -535,40 +564,50 @@ export class PartitionedSession {
     }
   }
 
-  async #step(tokens: readonly number[]): Promise<PartitionStep> {
-    const op = 'partition.step';
-    this.#guard(op);
-    const T = tokens.length;
-    const vocab = this.checked.model.vocabSize;
-    if (T < 1 || T > this.maxBatch || this.#length + T > this.maxSeq) {
-      throw new TenonError('EINVAL', `a step takes 1..${this.maxBatch} tokens within ${this.maxSeq} positions`, { op, reason: 'bad-size' });
-    }
-    if (!tokens.every((t) => Number.isSafeInteger(t) && t >= 0 && t < vocab)) throw new TenonError('EINVAL', 'token id out of the vocabulary', { op, reason: 'bad-token' });
+  /**
+   * Runs a greedy decode of `steps` one-token steps, the first fed `first` (1 <= steps, within maxSeq):
+   * the ranks run the steps back to back, each the same transaction as step() at the next epoch, each next
+   * token the greedy id of the step before, without this thread between steps (it sleeps until the run
+   * ends). Resolves with every step's greedy id and the last step's logits. A step that does not commit
+   * ends the run: the steps before it stay committed and published (length, tokens), that step is the
+   * last outcome, and the call fails as step() would.
+   */
+  decode(first: number, steps: number): Promise<PartitionDecode> {
+    return this.#serial(() => this.#decode(first, steps));
+  }
+
+  /** Writes a command (CMD.STEP of `tokens`, or CMD.DECODE of `count` steps from tokens[0]) and wakes the ranks. */
+  #issue(kind: number, epoch: number, pos: number, count: number, tokens: readonly number[]): void {
     const c = this.#ctrl;
-    const n = this.#handles.length;
-    const epoch = this.#epoch + 1;
-    const pos = this.#length;
-    Atomics.store(c, CTRL.CMD_KIND, CMD.STEP);
+    Atomics.store(c, CTRL.CMD_KIND, kind);
     Atomics.store(c, CTRL.CMD_EPOCH, epoch);
     Atomics.store(c, CTRL.CMD_POS, pos);
-    Atomics.store(c, CTRL.CMD_COUNT, T);
+    Atomics.store(c, CTRL.CMD_COUNT, count);
     tokens.forEach((t, i) => Atomics.store(c, CTRL.TOKENS + i, t));
     Atomics.store(c, CTRL.VOTE_BASE, Atomics.load(c, CTRL.VOTES));
-    for (let r = 0; r < n; r++) Atomics.store(c, rankBase(this.maxBatch, r) + RANK_WORD.CLAIMED, 0);
+    for (let r = 0; r < this.#handles.length; r++) Atomics.store(c, rankBase(this.maxBatch, r) + RANK_WORD.CLAIMED, 0);
     // The commit decision names epoch + skew (fault seam); whichever rank decides that round applies it.
     Atomics.store(c, CTRL.DECISION_SKEW, this.faults.decisionEpochSkew);
     this.faults.decisionEpochSkew = 0;
-    const stepSeq = Atomics.load(c, CTRL.DECISION_SEQ);
-    this.#stepSeq = stepSeq;
-    const t0 = performance.now();
+    this.#stepSeq = Atomics.load(c, CTRL.DECISION_SEQ);
     Atomics.add(c, CTRL.CMD_SEQ, 1);
     Atomics.notify(c, CTRL.CMD_SEQ);
+  }
+
+  /**
+   * Waits for the end of what #issue started; on an abort records the outcome for `epoch` (the step that
+   * did not commit) and throws; on a loss records 'aborted' or 'indeterminate' and rethrows.
+   */
+  async #settle(op: string, epochOf: () => number, runEnded: () => boolean): Promise<void> {
+    const c = this.#ctrl;
+    const stepSeq = this.#stepSeq!;
+    const t0 = performance.now();
     try {
-      const end = await this.#awaitEnd();
-      this.#stats.agreements += Atomics.load(c, CTRL.DECISION_SEQ) - stepSeq;
+      const end = await this.#awaitEnd(runEnded);
+      const epoch = epochOf();
       if (end.verdict !== VERDICT.PROCEED) {
         // The aborted round's votes are the last any rank cast this step: name the first failing rank.
-        const failed = roundFailure(c, this.maxBatch, n, end.phase, epoch);
+        const failed = roundFailure(c, this.maxBatch, this.#handles.length, end.phase, epoch);
         this.#outcome = { state: 'aborted', epoch, phase: end.phase };
         const ids = { rank: failed?.rank ?? -1, phase: end.phase, epoch };
         if (failed?.refused === true) throw new TenonError('ESTALE', `rank ${failed.rank} named another epoch at ${end.phase}`, { op, reason: 'epoch-mismatch', ids });
@@ -576,22 +615,81 @@ export class PartitionedSession {
       }
     } catch (err) {
       if (this.#fence !== undefined) {
-        this.#outcome = { state: this.#fence.committing ? 'indeterminate' : 'aborted', epoch, ...(this.#fence.phase === undefined ? {} : { phase: this.#fence.phase }) };
+        this.#outcome = { state: this.#fence.committing ? 'indeterminate' : 'aborted', epoch: epochOf(), ...(this.#fence.phase === undefined ? {} : { phase: this.#fence.phase }) };
       }
       throw err;
     } finally {
       this.#stepSeq = undefined;
+      this.#stats.agreements += Atomics.load(c, CTRL.DECISION_SEQ) - stepSeq;
       this.#stats.stepMicros += (performance.now() - t0) * 1000;
     }
+  }
+
+  async #step(tokens: readonly number[]): Promise<PartitionStep> {
+    const op = 'partition.step';
+    this.#guard(op);
+    const T = tokens.length;
+    if (T < 1 || T > this.maxBatch || this.#length + T > this.maxSeq) {
+      throw new TenonError('EINVAL', `a step takes 1..${this.maxBatch} tokens within ${this.maxSeq} positions`, { op, reason: 'bad-size' });
+    }
+    this.#checkTokens(op, tokens);
+    const epoch = this.#epoch + 1;
+    const pos = this.#length;
+    this.#issue(CMD.STEP, epoch, pos, T, tokens);
+    await this.#settle(op, () => epoch, () => true);
     // Publish: every rank agreed 'complete' for this epoch.
-    this.#length = pos + T;
-    this.#epoch = epoch;
-    this.#tokens = [...this.#tokens, ...tokens];
-    this.#outcome = { state: 'committed', epoch };
-    this.#stats.steps++;
-    this.#stats.activationBytes += this.#manifest1.bytesPerStep * T;
+    this.#publish(tokens, 1);
     const logits = this.#logits.slice();
     return { epoch, pos, logits, argmax: this.#greedy(logits) };
+  }
+
+  #checkTokens(op: string, tokens: readonly number[]): void {
+    const vocab = this.checked.model.vocabSize;
+    if (!tokens.every((t) => Number.isSafeInteger(t) && t >= 0 && t < vocab)) throw new TenonError('EINVAL', 'token id out of the vocabulary', { op, reason: 'bad-token' });
+  }
+
+  /** Appends `steps` committed steps of `tokens` (every rank agreed 'complete' for each). */
+  #publish(tokens: readonly number[], steps: number): void {
+    this.#length += tokens.length;
+    this.#epoch += steps;
+    this.#tokens = [...this.#tokens, ...tokens];
+    this.#outcome = { state: 'committed', epoch: this.#epoch };
+    this.#stats.steps += steps;
+    this.#stats.activationBytes += this.#manifest1.bytesPerStep * tokens.length;
+  }
+
+  /** Steps of the current decode run committed so far (on a fenced session: before the step in flight). */
+  #decodedSince(decoded0: number): number {
+    return (this.#fence !== undefined ? this.#decodedAtFence : Atomics.load(this.#ctrl, CTRL.DECODED)) - decoded0;
+  }
+
+  async #decode(first: number, steps: number): Promise<PartitionDecode> {
+    const op = 'partition.decode';
+    this.#guard(op);
+    if (!Number.isSafeInteger(steps) || steps < 1 || this.#length + steps > this.maxSeq) {
+      throw new TenonError('EINVAL', `a decode run takes 1..${this.maxSeq - this.#length} steps`, { op, reason: 'bad-size' });
+    }
+    this.#checkTokens(op, [first]);
+    const c = this.#ctrl;
+    const epoch0 = this.#epoch + 1;
+    const pos0 = this.#length;
+    const decoded0 = Atomics.load(c, CTRL.DECODED);
+    this.#issue(CMD.DECODE, epoch0, pos0, steps, [first]);
+    // Steps whose 'complete' round proceeded, and the tokens they were fed (each the id of the one before).
+    const committed = (n: number): void => {
+      const fed = [first, ...Array.from({ length: Math.max(0, n - 1) }, (_, s) => this.#ids[pos0 + s]!)];
+      if (n > 0) this.#publish(fed.slice(0, n), n);
+    };
+    try {
+      await this.#settle(op, () => epoch0 + this.#decodedSince(decoded0), () => this.#decodedSince(decoded0) === steps);
+    } catch (err) {
+      const outcome = this.#outcome;
+      committed(this.#decodedSince(decoded0));
+      this.#outcome = outcome;
+      throw err;
+    }
+    committed(steps);
+    return { epoch: this.#epoch, pos: pos0, ids: Array.from(this.#ids.subarray(pos0, pos0 + steps)), logits: this.#logits.slice() };
   }
 
   /**

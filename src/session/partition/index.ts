@@ -6,7 +6,7 @@ export type { DenseConfig, DenseLayer, DenseWeights, RankWeights } from './weigh
 export { RankForward } from './rank-forward.js';
 export type { RankLinks } from './rank-forward.js';
 export { PARTITION_CACHE_FORMAT, PartitionedSession, memoryShardStore } from './coordinator.js';
-export type { PartitionCacheManifest, PartitionCheckpoint, PartitionFaults, PartitionOutcome, PartitionStats, PartitionStep, PartitionedSessionOptions, RankSpawner, RankWorkerHandle, ShardStore } from './coordinator.js';
+export type { PartitionCacheManifest, PartitionCheckpoint, PartitionDecode, PartitionFaults, PartitionOutcome, PartitionStats, PartitionStep, PartitionedSessionOptions, RankSpawner, RankWorkerHandle, ShardStore } from './coordinator.js';
 export { CLASSIFIER_CHUNK_ROWS, RANK_PHASES } from './protocol.js';
 export type { RankCounters, RankDevice, RankFaults, RankPhase, RankState, RankStepTrace } from './protocol.js';
 export { DeviceRankForward } from './device-forward.js';

@@ -40,6 +40,11 @@ export const CTRL = {
    * coordinator sleeps on, so the decisions in between wake only ranks and never take a core from them.
    */
   STEP_END: 13,
+  /**
+   * Decode runs (CMD.DECODE): steps of the run whose 'complete' round proceeded so far (the rank deciding
+   * that round adds one after writing the step's greedy id into RankInit.ids, before the decision).
+   */
+  DECODED: 14,
   /** First token word; maxBatch of them follow, then the per-rank blocks. */
   TOKENS: 16,
 } as const;
@@ -79,8 +84,14 @@ export const CLASSIFIER_CHUNK_ROWS = 512;
 export const controlWords = (maxBatch: number, ranks: number): number => CTRL.TOKENS + maxBatch + ranks * RANK_WORDS;
 export const rankBase = (maxBatch: number, rank: number): number => CTRL.TOKENS + maxBatch + rank * RANK_WORDS;
 
-/** CMD_KIND values. */
-export const CMD = { STEP: 1 } as const;
+/**
+ * CMD_KIND values. STEP: one step of CMD_COUNT tokens (TOKENS). DECODE: a greedy decode run of CMD_COUNT
+ * one-token steps, the first fed TOKENS[0]: the ranks run the steps back to back without the coordinator,
+ * each step the same three-round transaction at the next epoch and position, each next token the greedy
+ * id of the step before (pickGreedy over the classifying ranks' candidates, written by the rank that
+ * decides the 'complete' round); the run ends at its last step or at the first step that does not commit.
+ */
+export const CMD = { STEP: 1, DECODE: 2 } as const;
 
 /** The phases of a partitioned step, in order; each boundary is agreed by every rank. */
 export const RANK_PHASES = ['checkpoint', 'execute', 'complete'] as const;
@@ -97,6 +108,11 @@ export const VERDICT = { PROCEED: 1, ABORT: 2, FENCED: 3 } as const;
 export interface RankFaults {
   /** Park (block forever, PARKED set) on reaching this phase, before voting: the test then kills the worker. */
   readonly parkAt?: RankPhase;
+  /**
+   * parkAt and failAt fire this many steps later (a decode run's later step); the other seams fire in the
+   * next step regardless. Default 0.
+   */
+  readonly afterSteps?: number;
   /** Vote failure at this phase (a local error). */
   readonly failAt?: RankPhase;
   /** Add this to the epoch this rank votes with (a rank that believes in another epoch). */
@@ -146,6 +162,10 @@ export interface RankInit {
   readonly trace: SharedArrayBuffer | undefined;
   /** Steps the trace keeps per rank (the last ones; 0 when off). */
   readonly traceSteps: number;
+  /** Decode runs: the greedy id of the committed step at each position (Int32, maxSeq words). */
+  readonly ids: SharedArrayBuffer;
+  /** The classifying ranks in vocabulary order (whose RANK_WORD.BEST candidates pickGreedy compares). */
+  readonly classifiers: readonly number[];
 }
 
 /**

@@ -6,7 +6,9 @@
 // decision from every rank's votes (protocol.ts roundFailure); the others, and the decider itself, then
 // read it from the control block like any decision. Steps run synchronously on this thread (Atomics.wait on
 // the control block and the rings, in slices that recheck the fence, so no rank waits forever on a dead
-// peer); control requests are messages handled between steps.
+// peer); control requests are messages handled between steps. A decode run (CMD.DECODE) is that step
+// repeated without the coordinator: each next token is the greedy id the deciding rank wrote into the ids
+// buffer with the 'complete' decision.
 // Thread: the rank's worker.
 import { TenonError, isTenonError } from '../../errors.js';
 import { RING_WORD, RingReader, RingWriter } from '../../dataplane/index.js';
@@ -14,7 +16,7 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
+import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, pickGreedy, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
@@ -65,6 +67,8 @@ class Spinner {
   }
 }
 const F32_BYTES = 4;
+/** Rounds of votes a committed step casts (one per phase). */
+const RANK_ROUNDS = RANK_PHASES.length;
 const OP = 'partition.rank';
 /** The trace clock (ms): one time line for every thread of the process (protocol.ts TRACE_STEP). */
 const traceTime = (now: number): number => performance.timeOrigin + now;
@@ -111,8 +115,14 @@ export class Rank implements RankLinks {
   #classifierChunks = 0;
   /** Microseconds from casting a vote to seeing the decision, per phase. */
   readonly #decisionMicros = RANK_PHASES.map(() => 0);
-  /** VOTES when the current step was issued (CTRL.VOTE_BASE). */
+  /** VOTES when the current step began (CTRL.VOTE_BASE, plus the rounds of a decode run's earlier steps). */
   #voteBase = 0;
+  /** The current step's place in its run: the first (the coordinator's fault-seam skew applies), the last (its end wakes the coordinator). */
+  #run = { first: true, last: true };
+  /** The current step's position (where its greedy id goes in #ids). */
+  #runPos = 0;
+  /** RankInit.ids. */
+  readonly #ids: Int32Array;
   /** The exchange trace (protocol.ts traceLayout): this rank's region, or undefined when off. */
   readonly #trace: Float64Array | undefined;
   readonly #traceStride: number;
@@ -144,6 +154,7 @@ export class Rank implements RankLinks {
     this.#ctrl = new Int32Array(init.control);
     this.#base = rankBase(init.maxBatch, init.rank);
     this.#logits = new Float32Array(init.logits);
+    this.#ids = new Int32Array(init.ids);
     for (const { to, ring } of init.outgoing) this.#writers.set(to, new RingWriter(ring, init.incarnation, 0));
     for (const { from, ring } of init.incoming) this.#readers.set(from, new RingReader(ring, init.incarnation, 0));
     this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
@@ -337,13 +348,19 @@ export class Rank implements RankLinks {
   #decideRound(phase: RankPhase, epoch: number): void {
     const c = this.#ctrl;
     const failed = roundFailure(c, this.#init.maxBatch, this.#init.ranks, phase, epoch);
-    const skew = phase === 'execute' ? Atomics.load(c, CTRL.DECISION_SKEW) : 0;
+    // The coordinator's skew applies to the step it issued: a decode run's first step.
+    const skew = phase === 'execute' && this.#run.first ? Atomics.load(c, CTRL.DECISION_SKEW) : 0;
+    if (phase === 'complete' && failed === undefined) {
+      // Before the decision: every rank that sees it proceed reads the id (the next token of a decode run).
+      Atomics.store(this.#ids, this.#runPos, pickGreedy(this.#init.classifiers.map((r) => Atomics.load(c, rankBase(this.#init.maxBatch, r) + RANK_WORD.BEST)), this.#logits));
+      Atomics.add(c, CTRL.DECODED, 1);
+    }
     Atomics.store(c, CTRL.DECISION_PHASE, phaseIndex(phase));
     Atomics.store(c, CTRL.DECISION_EPOCH, epoch + skew);
     Atomics.store(c, CTRL.DECISION_VERDICT, failed === undefined ? VERDICT.PROCEED : VERDICT.ABORT);
     Atomics.add(c, CTRL.DECISION_SEQ, 1);
     Atomics.notify(c, CTRL.DECISION_SEQ);
-    if (failed !== undefined || phase === 'complete') {
+    if (failed !== undefined || (phase === 'complete' && this.#run.last)) {
       Atomics.add(c, CTRL.STEP_END, 1);
       Atomics.notify(c, CTRL.STEP_END);
     }
@@ -399,7 +416,7 @@ export class Rank implements RankLinks {
   }
 
   #park(phase: RankPhase): void {
-    if (this.#faults.parkAt !== phase) return;
+    if (this.#faults.parkAt !== phase || (this.#faults.afterSteps ?? 0) > 0) return;
     Atomics.store(this.#ctrl, this.#base + RANK_WORD.PARKED, phaseIndex(phase) + 1);
     Atomics.notify(this.#ctrl, this.#base + RANK_WORD.PARKED);
     // Parked for good: the test terminates this worker here.
@@ -408,7 +425,7 @@ export class Rank implements RankLinks {
   }
 
   #fails(phase: RankPhase): boolean {
-    return this.#faults.failAt === phase;
+    return this.#faults.failAt === phase && (this.#faults.afterSteps ?? 0) === 0;
   }
 
   #setLength(length: number, epoch: number): void {
@@ -423,25 +440,58 @@ export class Rank implements RankLinks {
     throw new TenonError('ENOTSUP', 'cache shards are kept by host ranks only', { op, reason: 'device-rank-cache' });
   }
 
+  /** The step the coordinator issued (CMD.STEP). */
   async #step(): Promise<void> {
     const c = this.#ctrl;
     const commandAt = performance.now();
-    const epoch = Atomics.load(c, CTRL.CMD_EPOCH);
-    const pos = Atomics.load(c, CTRL.CMD_POS);
     const count = Atomics.load(c, CTRL.CMD_COUNT);
-    this.#voteBase = Atomics.load(c, CTRL.VOTE_BASE);
     const tokens: number[] = [];
     for (let i = 0; i < count; i++) tokens.push(Atomics.load(c, CTRL.TOKENS + i));
+    this.#run = { first: true, last: true };
+    await this.#transaction(Atomics.load(c, CTRL.CMD_EPOCH), Atomics.load(c, CTRL.CMD_POS), tokens, Atomics.load(c, CTRL.VOTE_BASE), commandAt);
+  }
+
+  /**
+   * A greedy decode run (CMD.DECODE): one-token steps back to back, each fed the greedy id the step before
+   * committed (written by the rank that decided its 'complete' round), until the run's last step or the
+   * first step that does not commit. Every committed step casts exactly 3 rounds of votes, so step s of
+   * the run starts from VOTE_BASE + 3 * ranks * s. Between steps a rank zeroes its own classifier claim
+   * word before its checkpoint vote: no peer claims from it until that round is decided, and every peer
+   * finished claiming in the step before (its 'complete' vote came after its forward pass).
+   */
+  async #decode(): Promise<void> {
+    const c = this.#ctrl;
+    let commandAt = performance.now();
+    const steps = Atomics.load(c, CTRL.CMD_COUNT);
+    const epoch0 = Atomics.load(c, CTRL.CMD_EPOCH);
+    const pos0 = Atomics.load(c, CTRL.CMD_POS);
+    const base = Atomics.load(c, CTRL.VOTE_BASE);
+    let token = Atomics.load(c, CTRL.TOKENS);
+    for (let s = 0; s < steps; s++) {
+      if (s > 0) Atomics.store(c, this.#base + RANK_WORD.CLAIMED, 0);
+      this.#run = { first: s === 0, last: s === steps - 1 };
+      if (!(await this.#transaction(epoch0 + s, pos0 + s, [token], base + RANK_ROUNDS * this.#init.ranks * s, commandAt))) return;
+      token = this.#ids[pos0 + s]!;
+      commandAt = performance.now();
+    }
+  }
+
+  /** One step as a transaction of three agreed rounds; true when it committed on this rank. */
+  async #transaction(epoch: number, pos: number, tokens: readonly number[], voteBase: number, commandAt: number): Promise<boolean> {
+    const count = tokens.length;
+    this.#voteBase = voteBase;
+    this.#runPos = pos;
     const cp = { length: this.#length, epoch: this.#epoch };
-    const restore = async (): Promise<void> => {
+    const restore = async (): Promise<false> => {
       if (this.stateful) await this.#forward.clearFrom(cp.length);
       this.#setLength(cp.length, cp.epoch);
+      return false;
     };
     try {
       this.#park('checkpoint');
       const fits = pos === this.#length && epoch === this.#epoch + 1 && pos + count <= this.#init.maxSeq && count <= this.#init.maxBatch;
       this.#vote('checkpoint', epoch, fits && !this.#fails('checkpoint'));
-      if (this.#decision('checkpoint', epoch) !== 'proceed') return restore();
+      if (this.#decision('checkpoint', epoch) !== 'proceed') return await restore();
       this.#park('execute');
       let ok = true;
       this.#claimFrom = 0;
@@ -461,19 +511,22 @@ export class Rank implements RankLinks {
       this.#vote('execute', epoch, ok && !this.#fails('execute'));
       const verdict = this.#decision('execute', epoch);
       this.#traceMark(TRACE_STEP.DECIDED);
-      if (verdict === 'abort') return restore();
+      if (verdict === 'abort') return await restore();
       if (verdict === 'proceed') this.#traceCommit();
       // The commit decision: applied (provisionally, until 'complete' is agreed) only when it names our epoch.
       if (verdict === 'proceed') this.#setLength(cp.length + count, epoch);
       this.#park('complete');
       this.#vote('complete', epoch, verdict === 'proceed' ? !this.#fails('complete') : 'refused');
-      if (this.#decision('complete', epoch) !== 'proceed') await restore();
+      if (this.#decision('complete', epoch) !== 'proceed') return await restore();
+      return true;
     } catch (err) {
       if (!(err instanceof Fenced)) throw err;
-      await restore();
+      return await restore();
     } finally {
       this.#traceAt = -1;
-      this.#faults = {};
+      // A delayed parkAt/failAt (afterSteps) waits for its step; every other seam fired in this one.
+      const later = (this.#faults.afterSteps ?? 0) - 1;
+      this.#faults = later >= 0 ? { ...(this.#faults.parkAt === undefined ? {} : { parkAt: this.#faults.parkAt }), ...(this.#faults.failAt === undefined ? {} : { failAt: this.#faults.failAt }), afterSteps: later } : {};
     }
   }
 
@@ -486,8 +539,9 @@ export class Rank implements RankLinks {
       const seq = Atomics.load(c, CTRL.CMD_SEQ);
       if (seq !== this.#seenCmd) {
         this.#seenCmd = seq;
-        stepped = Atomics.load(c, CTRL.CMD_KIND) === CMD.STEP && !this.#fenced();
-        if (stepped) await this.#step();
+        const kind = Atomics.load(c, CTRL.CMD_KIND);
+        stepped = (kind === CMD.STEP || kind === CMD.DECODE) && !this.#fenced();
+        if (stepped) await (kind === CMD.DECODE ? this.#decode() : this.#step());
         continue;
       }
       if (this.#fenced()) return;
