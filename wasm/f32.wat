@@ -597,10 +597,13 @@
     (local $t i32) (local $h i32) (local $j i32) (local $last i32) (local $group i32) (local $qAt i32) (local $kvOff i32)
     (local $kvRow i32) (local $n i32) (local $inv f32) (local $oAt i32) (local $max f32) (local $d i32)
     (local $dim4 i32) (local $dim8 i32) (local $row i32) (local $acc v128) (local $acc1 v128) (local $s f32) (local $wv v128) (local $at i32)
+    (local $quads i32) (local $qv v128) (local $acc2 v128) (local $acc3 v128) (local $scaleV v128) (local $dim16 i32)
     (local.set $group (i32.div_u (local.get $heads) (local.get $kvHeads)))
     (local.set $kvRow (i32.shl (i32.mul (local.get $kvHeads) (local.get $headDim)) (i32.const 2)))
     (local.set $dim4 (i32.shl (i32.and (local.get $headDim) (i32.const -4)) (i32.const 2)))
     (local.set $dim8 (i32.shl (i32.and (local.get $headDim) (i32.const -8)) (i32.const 2)))
+    (local.set $dim16 (i32.shl (i32.and (local.get $headDim) (i32.const -16)) (i32.const 2)))
+    (local.set $scaleV (f32x4.splat (local.get $scale)))
     (block $rowsDone
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $t) (local.get $count)))
@@ -617,6 +620,47 @@
             ;; scores[j] = (q . k_j) * scale: four lanes summed by $hsum, then the rest in order.
             (local.set $j (i32.const 0))
             (local.set $row (i32.add (local.get $k) (local.get $kvOff)))
+            ;; Four positions at a time when the head has no K mod 4 tail: each load of q feeds four keys
+            ;; (four independent add chains), and the four $hsum come out of one transposed reduction with
+            ;; the same additions in the same order, so every score has the bits of the loop below.
+            (if (i32.eq (local.get $dim4) (i32.shl (local.get $headDim) (i32.const 2)))
+              (then
+                (local.set $quads (i32.and (local.get $n) (i32.const -4)))
+                (block $quadsDone
+                  (loop $quadLoop
+                    (br_if $quadsDone (i32.ge_u (local.get $j) (local.get $quads)))
+                    (local.set $acc (v128.const i32x4 0 0 0 0))
+                    (local.set $acc1 (v128.const i32x4 0 0 0 0))
+                    (local.set $acc2 (v128.const i32x4 0 0 0 0))
+                    (local.set $acc3 (v128.const i32x4 0 0 0 0))
+                    (local.set $at (local.get $row))
+                    (local.set $d (i32.const 0))
+                    (block $qk4Done
+                      (loop $qk4
+                        (br_if $qk4Done (i32.ge_u (local.get $d) (local.get $dim4)))
+                        (local.set $qv (v128.load (i32.add (local.get $qAt) (local.get $d))))
+                        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $qv) (v128.load (local.get $at)))))
+                        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $qv) (v128.load (i32.add (local.get $at) (local.get $kvRow))))))
+                        (local.set $acc2 (f32x4.add (local.get $acc2)
+                          (f32x4.mul (local.get $qv) (v128.load (i32.add (local.get $at) (i32.shl (local.get $kvRow) (i32.const 1)))))))
+                        (local.set $acc3 (f32x4.add (local.get $acc3)
+                          (f32x4.mul (local.get $qv) (v128.load (i32.add (local.get $at) (i32.mul (local.get $kvRow) (i32.const 3)))))))
+                        (local.set $at (i32.add (local.get $at) (i32.const 16)))
+                        (local.set $d (i32.add (local.get $d) (i32.const 16)))
+                        (br $qk4)))
+                    (local.set $acc (f32x4.add
+                      (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $acc) (local.get $acc1))
+                      (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $acc) (local.get $acc1))))
+                    (local.set $acc2 (f32x4.add
+                      (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $acc2) (local.get $acc3))
+                      (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $acc2) (local.get $acc3))))
+                    (v128.store (i32.add (local.get $scratch) (i32.shl (local.get $j) (i32.const 2)))
+                      (f32x4.mul (local.get $scaleV) (f32x4.add
+                        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $acc) (local.get $acc2))
+                        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $acc) (local.get $acc2)))))
+                    (local.set $row (i32.add (local.get $row) (i32.shl (local.get $kvRow) (i32.const 2))))
+                    (local.set $j (i32.add (local.get $j) (i32.const 4)))
+                    (br $quadLoop)))))
             (block $scoresDone
               (loop $scores
                 (br_if $scoresDone (i32.gt_u (local.get $j) (local.get $last)))
@@ -646,6 +690,36 @@
             ;; out = sum_j (e_j / sum) v_j: eight elements of the head at a time in two registers while j runs,
             ;; then the headDim mod 8 rest one element at a time.
             (local.set $d (i32.const 0))
+            ;; Sixteen elements per pass (four registers) while the head has them: each splat of a weight
+            ;; feeds four vectors; every element still sums over j in order.
+            (block $wideDone
+              (loop $wide
+                (br_if $wideDone (i32.ge_u (local.get $d) (local.get $dim16)))
+                (local.set $acc (v128.const i32x4 0 0 0 0))
+                (local.set $acc1 (v128.const i32x4 0 0 0 0))
+                (local.set $acc2 (v128.const i32x4 0 0 0 0))
+                (local.set $acc3 (v128.const i32x4 0 0 0 0))
+                (local.set $row (i32.add (i32.add (local.get $v) (local.get $kvOff)) (local.get $d)))
+                (local.set $at (local.get $scratch))
+                (local.set $j (i32.const 0))
+                (block $pv4Done
+                  (loop $pv4
+                    (br_if $pv4Done (i32.gt_u (local.get $j) (local.get $last)))
+                    (local.set $wv (v128.load32_splat (local.get $at)))
+                    (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (local.get $wv) (v128.load (local.get $row)))))
+                    (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (local.get $wv) (v128.load offset=16 (local.get $row)))))
+                    (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (local.get $wv) (v128.load offset=32 (local.get $row)))))
+                    (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (local.get $wv) (v128.load offset=48 (local.get $row)))))
+                    (local.set $row (i32.add (local.get $row) (local.get $kvRow)))
+                    (local.set $at (i32.add (local.get $at) (i32.const 4)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                    (br $pv4)))
+                (v128.store (i32.add (local.get $oAt) (local.get $d)) (local.get $acc))
+                (v128.store offset=16 (i32.add (local.get $oAt) (local.get $d)) (local.get $acc1))
+                (v128.store offset=32 (i32.add (local.get $oAt) (local.get $d)) (local.get $acc2))
+                (v128.store offset=48 (i32.add (local.get $oAt) (local.get $d)) (local.get $acc3))
+                (local.set $d (i32.add (local.get $d) (i32.const 64)))
+                (br $wide)))
             (block $chunksDone
               (loop $chunks
                 (br_if $chunksDone (i32.ge_u (local.get $d) (local.get $dim8)))
