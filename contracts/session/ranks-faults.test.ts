@@ -19,6 +19,8 @@ const model = present ? await loadModel(stories!, { tokenizer: tok512! }) : unde
 const weights: DenseWeights | undefined = model === undefined ? undefined : await readDenseWeights(model);
 const PROMPT = [1, 403, 407, 261, 378];
 const TIMEOUT = 60_000;
+/** Longer than the coordinator's blocking wait per step (coordinator.ts BLOCKING_STEP_MS, 8 ms). */
+const PAST_BLOCKING_SLICE_MS = 30;
 const PIPELINE: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: 2 }, { start: 2, end: 5 }] };
 const STATELESS_TAIL: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: 5 }, { start: 5, end: 5 }] };
 
@@ -75,8 +77,14 @@ describe.skipIf(!present)('rank loss in a decode run', () => {
       const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
       const first = await s.step(PROMPT);
       await s.setRankFaults(1, { parkAt: phase, afterSteps: 2 });
+      let settled = false;
       const caught = s.decode(first.argmax, 5).catch((e: unknown) => e);
+      void caught.finally(() => (settled = true));
       expect(await s.parked(1)).toBe(phase);
+      // Past the coordinator's blocking slice (coordinator.ts BLOCKING_STEP_MS), so it waits from its event
+      // loop: the run has not ended while a rank is stuck, whatever decisions came before.
+      await new Promise((r) => setTimeout(r, PAST_BLOCKING_SLICE_MS));
+      expect(settled).toBe(false);
       s.killRank(1);
       const err = (await caught) as { code: string; reason: string; ids: Record<string, unknown> };
       expect([err.code, err.reason]).toEqual(['ECONNRESET', 'rank-lost']);
