@@ -1004,12 +1004,18 @@
   ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
   ;; are formed in one vector and splatted lane by lane.
   (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32)
     (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        (local.set $d (f32x4.splat (call $block_half (i32.add (local.get $w) (local.get $p2)) (local.get $b))))
+        ;; d as $half decodes it, inline and without branches (as in $dot_q4_k_q8x).
+        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
+        (local.set $d (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
         (local.set $step (i32.const 0))
         (block $stepsDone
           (loop $steps
@@ -1074,14 +1080,26 @@
   ;; result is acc's lane sum.
   (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
     (param $f i32) (result f32)
-    (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $fs i32) (local $xb i32)
+    (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $fs i32) (local $xb i32) (local $hb i32) (local $ht i32)
     (local $r v128) (local $a v128) (local $u v128) (local $d v128) (local $dmin v128) (local $v0 v128) (local $v1 v128) (local $acc v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
         (local.set $dm (i32.load (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 2)))))
-        (local.set $d (f32x4.splat (call $half (local.get $dm))))
-        (local.set $dmin (f32x4.splat (call $half (i32.shr_u (local.get $dm) (i32.const 16)))))
+        ;; d and dmin as $half decodes them, inline and without branches (a call per half is not inlined by
+        ;; V8, and the two often differ in kind, normal and subnormal): subnormal halves (|h| < 0x400) as
+        ;; |h| * 2^-24, infinities and NaN with the exponent all ones, normal ones rebiased; then the sign.
+        (local.set $d (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $dm) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $dm) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        (local.set $hb (i32.shr_u (local.get $dm) (i32.const 16)))
+        (local.set $dmin (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
         ;; The 12 scale bytes (and 4 bytes after them, unused: the next block's scales or the d plane).
         (local.set $r (v128.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12)))))
         (local.set $a (i8x16.swizzle (local.get $r) (v128.const i8x16 0 1 2 3 8 9 10 11 4 5 6 7 8 9 10 11)))
