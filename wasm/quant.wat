@@ -933,8 +933,10 @@
         (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
         (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
         (br $block)))
-    (f32.store (local.get $o0) (call $hsum (local.get $acc0)))
-    (f32.store (local.get $o1) (call $hsum (local.get $acc1))))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
 
   ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
   ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
@@ -971,8 +973,10 @@
         (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
         (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
         (br $block)))
-    (f32.store (local.get $o0) (call $hsum (local.get $acc0)))
-    (f32.store (local.get $o1) (call $hsum (local.get $acc1))))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
 
   ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q4_0 ($kind 4) or Q8_0 (3)
   ;; against every quantized row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
@@ -1164,7 +1168,7 @@
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
-    (local $next i32)
+    (local $next i32) (local $xd i32) (local $xs i32) (local $supers i32) (local $o i32)
     (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
     (local.set $qs (i32.add (local.get $scratch) (i32.shl (local.get $blocks) (i32.const 3))))
@@ -1193,24 +1197,32 @@
             (local.set $j (i32.add (local.get $j) (i32.const 2)))
             (br $pairs)))
         (return)))
+    ;; Q4_K and Q6_K: one weight row at a time against every row of x (the row's address, x's planes and
+    ;; the output's address advance by constant steps).
+    (local.set $xd (i32.shl (local.get $blocks) (i32.const 6)))
+    (local.set $xs (i32.mul (local.get $blocks) (i32.const 68)))
+    (local.set $supers (i32.shr_u (local.get $k) (i32.const 8)))
+    (local.set $row (local.get $w))
     (block $rowsDone
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $j) (local.get $n)))
-        (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
         (local.set $i (i32.const 0))
+        (local.set $xRow (local.get $qs))
+        (local.set $o (i32.add (local.get $out) (i32.shl (local.get $j) (i32.const 2))))
         (block $xDone
           (loop $xRows
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
-            (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
-            (f32.store (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+            (f32.store (local.get $o)
               (if (result f32) (i32.eq (local.get $kind) (i32.const 5))
-                (then (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                  (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68)))
-                  (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $scratch)))
-              (else (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-                (local.get $row) (i32.shr_u (local.get $k) (i32.const 8)) (local.get $p0) (local.get $p1) (local.get $p2)))))
+                (then (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd)) (i32.add (local.get $xRow) (local.get $xs))
+                  (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $scratch)))
+              (else (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd))
+                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $p2)))))
+            (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
+            (local.set $o (i32.add (local.get $o) (local.get $nBytes)))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
             (br $xRows)))
+        (local.set $row (i32.add (local.get $row) (local.get $rowBytes)))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $rows))))
 
