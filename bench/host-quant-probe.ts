@@ -2,8 +2,9 @@
 // tiny-llama GGUF fixtures with the q8-activation kernels (hostKernels 'wasm-q8') in one process, for
 // A/B runs of wasm/quant.wat against another tree and for CPU profiles (node --cpu-prof) of a decode.
 // Run: npx vitest run --config bench/host-quant-probe.config.ts (PROBE_KINDS=Q4_0,Q8_0 picks models;
-// PROBE_ROUNDS, PROBE_STEPS; PROBE_CPU_PROF=FILE writes a V8 CPU profile of the timed decodes). Prints one line
-// per model: median and best tokens/s over the rounds.
+// PROBE_ROUNDS, PROBE_STEPS; PROBE_CPU_PROF=PREFIX writes a V8 CPU profile of each model's decodes to PREFIX.KIND.cpuprofile). Prints one line
+// per model: median and best tokens/s over the rounds, by the wall clock and per second of this process's CPU
+// time (steadier on a shared machine).
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import v8 from 'node:v8';
@@ -30,12 +31,9 @@ it('host quant probe', async () => {
   const lines: string[] = [];
   const profFile = process.env['PROBE_CPU_PROF'];
   const inspector = profFile === undefined ? undefined : new Session();
-  if (inspector !== undefined) {
-    inspector.connect();
-    await inspector.post('Profiler.enable');
-    await inspector.post('Profiler.setSamplingInterval', { interval: 100 });
-    await inspector.post('Profiler.start');
-  }
+  inspector?.connect();
+  await inspector?.post('Profiler.enable');
+  await inspector?.post('Profiler.setSamplingInterval', { interval: 100 });
   for (const kind of KINDS) {
     const bytes = await readGgufFixture(FILES[kind] as never);
     if (bytes === undefined) continue;
@@ -43,25 +41,34 @@ it('host quant probe', async () => {
     const session = await TextSession.create({ runtime, model: await loadModel(bytes), maxSeq: 512 });
     const prompt = session.tokenizer.encode(PROMPT, { bos: true });
     const rates: number[] = [];
+    const cpuRates: number[] = [];
     let ids = '';
+    // Only the decode rounds are profiled (not the model's load and repacking).
+    await inspector?.post('Profiler.start');
     for (let r = 0; r <= ROUNDS; r++) {
       await session.reset();
       let next = (await session.prefill(prompt)).argmax;
       const out = [next];
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       for (let i = 0; i < STEPS; i++) out.push((next = (await session.decode(next)).argmax));
       const ms = performance.now() - t0;
-      if (r > 0) rates.push((STEPS * 1000) / ms);
+      const cpu = process.cpuUsage(c0);
+      if (r > 0) {
+        rates.push((STEPS * 1000) / ms);
+        cpuRates.push((STEPS * 1e6) / (cpu.user + cpu.system));
+      }
       ids = out.slice(0, 12).join(',');
     }
+    if (inspector !== undefined) {
+      const { profile } = await inspector.post('Profiler.stop');
+      writeFileSync(`${profFile!}.${kind}.cpuprofile`, JSON.stringify(profile));
+    }
     rates.sort((a, b) => a - b);
-    lines.push(`${kind.padEnd(7)} ${CHOICE} ${runtime.hostKernels()!.kernelSet}/${runtime.hostKernels()!.activations}  median ${rates[rates.length >> 1]!.toFixed(0)} tok/s  best ${rates[rates.length - 1]!.toFixed(0)}  ids ${ids}`);
+    cpuRates.sort((a, b) => a - b);
+    lines.push(`${kind.padEnd(7)} ${CHOICE} ${runtime.hostKernels()!.kernelSet}/${runtime.hostKernels()!.activations}  median ${rates[rates.length >> 1]!.toFixed(0)} tok/s  best ${rates[rates.length - 1]!.toFixed(0)}  per CPU second: median ${cpuRates[cpuRates.length >> 1]!.toFixed(0)} best ${cpuRates[cpuRates.length - 1]!.toFixed(0)}  ids ${ids}`);
     session.dispose();
   }
-  if (inspector !== undefined) {
-    const { profile } = await inspector.post('Profiler.stop');
-    writeFileSync(profFile!, JSON.stringify(profile));
-    inspector.disconnect();
-  }
+  inspector?.disconnect();
   console.log(lines.join('\n'));
 });
