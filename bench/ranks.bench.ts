@@ -15,7 +15,7 @@
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
 // compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
-// Two-rank sides with other spin bounds (spinMicros 0 and 400) run next to the default one (60). Sides run in
+// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) run next to the default one (60). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
 // step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
@@ -35,8 +35,8 @@ const ROUNDS = 3;
 const MAX_SEQ = PROMPT_TOKENS + DECODE_STEPS * ROUNDS + 8;
 const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 6, vocabSize: 32000, ropeTheta: 10000, ropeStyle: 'normal' as const, rmsEps: Math.fround(1e-5), contextLength: 256 };
 const SEED = 15;
-/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 60): never poll, and a long poll. */
-const SPIN_VARIANTS = [0, 400];
+/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 60): never poll, and two longer polls. */
+const SPIN_VARIANTS = [0, 200, 400];
 /** Steps each rank traces (options.traceSteps): every step of the run. */
 const TRACE_STEPS = 1 + DECODE_STEPS * ROUNDS;
 /** A segment this far over its best time on the same rank counts as a stall (a core taken away, µs). */
