@@ -46,7 +46,7 @@
         (br $tail)))
     (local.get $s))
 
-  ;; out[r] = x . w_r for the four rows w_r = $w + r * $rowBytes (r = 0..3), written at $out, $out + 4, ...
+  ;; out[r] = x . w_r for the four rows w_r = $w + r * $rowBytes (r = 0..3), written at $out + r * $outStep.
   ;; One load of x feeds four accumulators (matrix-vector: each weight byte is read once).
   (func $dot4 (param $x i32) (param $w i32) (param $rowBytes i32) (param $k i32) (param $out i32) (param $outStep i32)
     (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $end4 i32) (local $end8 i32) (local $end i32) (local $xv v128)
@@ -156,10 +156,18 @@
       (i32.shl (local.get $k) (i32.const 2))))
 
   ;; out[i, j] = a_i . w_j over rows of $rowBytes bytes (f32 weights, possibly inside a packed row).
+  ;; The first N - N mod 4 rows go in four quarters read side by side: call j takes rows j, j + Q, j + 2Q
+  ;; and j + 3Q (Q = a quarter of them), so the weights stream as four long sequential runs that the
+  ;; CPU's prefetchers follow from one call to the next, where four adjacent rows (a few cache lines each
+  ;; for small K) would restart four short runs per call. Matrix-vector decode is bound by that stream:
+  ;; tiny-llama's 13.6 MB per token ran about 2x faster (one process, interleaved, bit-identical results).
+  ;; Every row keeps its own arithmetic ($dot4 = $dot1 per row), whichever quarter it falls in.
   (func $linear_rows (export "linear_rows") (param $a i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32) (param $rowBytes i32)
-    (local $i i32) (local $j i32) (local $aRow i32) (local $oRow i32) (local $n4 i32) (local $kBytes i32)
+    (local $i i32) (local $j i32) (local $aRow i32) (local $oRow i32) (local $n4 i32) (local $kBytes i32) (local $quarter i32) (local $quarterBytes i32)
     (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
     (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (local.set $quarter (i32.shr_u (local.get $n4) (i32.const 2)))
+    (local.set $quarterBytes (i32.mul (local.get $quarter) (local.get $rowBytes)))
     (block $rowsDone
       (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $i) (local.get $m)))
@@ -168,11 +176,12 @@
         (local.set $j (i32.const 0))
         (block $quadsDone
           (loop $quads
-            (br_if $quadsDone (i32.ge_u (local.get $j) (local.get $n4)))
+            (br_if $quadsDone (i32.ge_u (local.get $j) (local.get $quarter)))
             (call $dot4 (local.get $aRow) (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes)))
-              (local.get $rowBytes) (local.get $k) (i32.add (local.get $oRow) (i32.shl (local.get $j) (i32.const 2))) (i32.const 4))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+              (local.get $quarterBytes) (local.get $k) (i32.add (local.get $oRow) (i32.shl (local.get $j) (i32.const 2))) (i32.shl (local.get $quarter) (i32.const 2)))
+            (local.set $j (i32.add (local.get $j) (i32.const 1)))
             (br $quads)))
+        (local.set $j (local.get $n4))
         (block $singlesDone
           (loop $singles
             (br_if $singlesDone (i32.ge_u (local.get $j) (local.get $n)))
