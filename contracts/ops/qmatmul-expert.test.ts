@@ -19,10 +19,17 @@ import { fc, fcParams } from '../support/fc.js';
 import { operandOf } from '../support/run-op.js';
 import { arb, randomF32, rng, runBoth, useWebGPU } from './harness.js';
 import { MAX_BLOCKS, kOf, packedWeights } from './packed-weights.js';
+import { inBrowser } from '../support/providers.js';
 
 /** |gpu - host| <= REL_L1 · sum_k |x_k w_nk| + ABS (as OPS-qmatmul). */
 const REL_L1 = 2e-5;
 const ABS = 1e-6;
+/**
+ * Property runs per kind and variant: the node lane runs the same WGSL on the same SwiftShader (Dawn) with 5
+ * cases; the browser lane runs the first 2 of the same seeded sequence (Chromium's path checked for every
+ * kind; both dispatch forms still run there in the fixed-case test).
+ */
+const RUNS = inBrowser ? 2 : 5;
 /** What an output row holds before the run (kept by pairs routed outside the binding). */
 const UNTOUCHED = 7.25;
 
@@ -123,7 +130,7 @@ describe('qmatmul_expert: WGSL against the host twin, every kind and variant thi
           fc.asyncProperty(caseArb(kind), fc.boolean(), async (c, fold) => {
             await compare(gpu(), kind, variant, c, fold);
           }),
-          fcParams(5),
+          fcParams(RUNS),
         );
       });
     }
