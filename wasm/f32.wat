@@ -93,10 +93,21 @@
         (local.set $w2 (i32.add (local.get $w2) (i32.const 16)))
         (local.set $w3 (i32.add (local.get $w3) (i32.const 16)))
         (br $step)))
-    (local.set $s0 (call $hsum (local.get $a0)))
-    (local.set $s1 (call $hsum (local.get $a1)))
-    (local.set $s2 (call $hsum (local.get $a2)))
-    (local.set $s3 (call $hsum (local.get $a3)))
+    ;; The four rows' $hsum at once, with the same additions in the same order: pair the lanes (0, 1) and
+    ;; (2, 3) of two rows per vector and add, then add the pair sums of all four rows in one vector.
+    (local.set $a0 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a1))
+      (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a1))))
+    (local.set $a2 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a2) (local.get $a3))
+      (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a2) (local.get $a3))))
+    (local.set $a0 (f32x4.add
+      (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $a0) (local.get $a2))
+      (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $a0) (local.get $a2))))
+    (local.set $s0 (f32x4.extract_lane 0 (local.get $a0)))
+    (local.set $s1 (f32x4.extract_lane 1 (local.get $a0)))
+    (local.set $s2 (f32x4.extract_lane 2 (local.get $a0)))
+    (local.set $s3 (f32x4.extract_lane 3 (local.get $a0)))
     (block $done
       (loop $tail
         (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
