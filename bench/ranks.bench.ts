@@ -2,7 +2,8 @@
 // Greedy decode tokens/s of one host rank vs two host ranks of a tensor partition (KV heads and FFN columns
 // split in two, partial sums added in rank order; the classifier rows shared in claimed chunks), decoding
 // with PartitionedSession.decode (the ranks run the steps back to back; TS-dist-decode-run), next to the
-// same two partitions decoding one step() per token (the coordinator's turn-around between steps), on
+// same two partitions decoding one step() per token (the coordinator's turn-around between steps), and
+// next to two one-rank sessions decoding at the same time (no exchange: the machine's own two-core ceiling), on
 //   (a) a seeded random model of stories15M's shape (dim 288, 6 layers, 6 heads, ffn 768, vocab 32000),
 //       synthesised here (randomDenseWeights), and
 //   (b) tiny-llama-f32.gguf (dim 256, 4 layers, 8/4 heads, vocab 512) from ../shared/models.
@@ -68,7 +69,8 @@ interface Breakdown {
   readonly waitMedianMicros: number;
   /**
    * Median over consecutive decode steps of one side (rank 0): from a step's commit decision to the next
-   * step's command (the complete round and the coordinator's turn-around; sides run in interleaved rounds, so
+   * step's command (the complete round and the coordinator's turn-around, or in a decode run the complete
+   * and the next checkpoint round; sides run in interleaved rounds, so
    * the median leaves out the gaps where other sides ran).
    */
   readonly betweenMicros: number;
@@ -176,6 +178,12 @@ interface Side {
   readonly ranks: number;
   /** Decodes with session.decode (the ranks run the steps back to back), else one session.step per token. */
   readonly run: boolean;
+  /**
+   * A second one-rank session decoding at the same time as `session` (no exchange between them): the
+   * side's tokens/s is both sessions' tokens together, the two cores' own scaling with no synchronisation
+   * (the ceiling for two ranks of one model on this machine).
+   */
+  readonly pair?: PartitionedSession;
   session: PartitionedSession;
   micros: number;
   steps: number;
@@ -227,14 +235,21 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
     { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 ranks, step()', ranks: 2, run: false, session: await make(two), micros: 0, steps: 0, ids: [] },
+    { name: '2 x 1 rank, concurrent', ranks: 1, run: true, session: await make(one), pair: await make(one), micros: 0, steps: 0, ids: [] },
   ];
   try {
     const prompt = Array.from({ length: PROMPT_TOKENS }, (_, i) => (i * 37 + 1) % weights.config.vocabSize);
     for (const s of sides) s.ids.push((await s.session.step(prompt)).argmax);
+    for (const s of sides) if (s.pair !== undefined) await s.pair.step(prompt);
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of sides) {
         const t0 = performance.now();
-        if (s.run) s.ids.push(...(await s.session.decode(s.ids[s.ids.length - 1]!, DECODE_STEPS)).ids);
+        if (s.pair !== undefined) {
+          const last = s.ids[s.ids.length - 1]!;
+          const [a] = await Promise.all([s.session.decode(last, DECODE_STEPS), s.pair.decode(last, DECODE_STEPS)]);
+          s.ids.push(...a.ids);
+          s.steps += DECODE_STEPS;
+        } else if (s.run) s.ids.push(...(await s.session.decode(s.ids[s.ids.length - 1]!, DECODE_STEPS)).ids);
         else for (let i = 0; i < DECODE_STEPS; i++) s.ids.push((await s.session.step([s.ids[s.ids.length - 1]!])).argmax);
         s.micros += (performance.now() - t0) * 1000;
         s.steps += DECODE_STEPS;
@@ -274,7 +289,10 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     }
     return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides.every((s) => s.ids.join() === sides[0]!.ids.join()) };
   } finally {
-    for (const s of sides) s.session.dispose();
+    for (const s of sides) {
+      s.session.dispose();
+      s.pair?.dispose();
+    }
   }
 }
 
@@ -299,13 +317,15 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
     const b = r.breakdown;
     if (b === undefined) continue;
     console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(b.spanMicros, 0).padStart(7)}${fmt(b.idealMicros, 0).padStart(7)}${fmt(b.waitMicros.attention, 0).padStart(7)}${fmt(b.waitMicros.ffn, 0).padStart(7)} (${fmt(b.structuralWaitMicros, 0)})${fmt(b.waitMicros.start, 0).padStart(6)}${fmt(b.waitMicros.tail, 0).padStart(6)}${fmt(b.handoffMicros, 0).padStart(7)}${fmt(b.criticalExcessMicros, 0).padStart(7)} (${fmt(b.stallsPerToken)})  late ${b.lateCount.map((c) => fmt(c)).join(' / ')}`);
-    console.log(`${''.padEnd(50)}per exchange (median): wait ${fmt(b.waitMedianMicros)}, hand-off ${fmt(b.handoffMedianMicros)}; between steps (complete round + coordinator) ${fmt(b.betweenMicros, 0)}`);
+    console.log(`${''.padEnd(50)}per exchange (median): wait ${fmt(b.waitMedianMicros)}, hand-off ${fmt(b.handoffMedianMicros)}; between steps (complete round + coordinator, or in a decode run complete + checkpoint rounds) ${fmt(b.betweenMicros, 0)}`);
     b.bestMicros.forEach((m, i) => console.log(`${''.padEnd(50)}rank ${i}: best attention ${fmt(m.attention, 0)}, FFN ${fmt(m.ffn, 0)}, tail ${fmt(m.tail, 0)}; over best ${fmt(b.excessMicros[i]!, 0)}; checkpoint round ${fmt(b.checkpointMicros[i]!, 0)}, commit round ${fmt(b.commitMicros[i]!, 0)}`));
   }
   for (const r of results) {
     console.log(`${r.model}: 2 ranks / 1 rank = ${r.speedup.toFixed(2)}x (aim >= 1.6x on two cores), greedy ids ${r.sameIds ? 'identical' : 'DIFFER'}, kernels ${r.rows[0]!.kernels}`);
     for (const v of r.rows.slice(2)) console.log(`  ${v.side}: ${(v.tokensPerSecond / r.rows[0]!.tokensPerSecond).toFixed(2)}x`);
     const stepped = r.rows.filter((v) => v.side.endsWith('step()'));
+    const ceiling = r.rows.find((v) => v.side.startsWith('2 x 1 rank'));
+    if (ceiling !== undefined) console.log(`  two one-rank sessions at once (no exchange): ${(ceiling.tokensPerSecond / r.rows[0]!.tokensPerSecond).toFixed(2)}x tokens/s together: the machine's two-core ceiling`);
     if (stepped.length === 2) console.log(`  one step() per token: 2 ranks / 1 rank = ${(stepped[1]!.tokensPerSecond / stepped[0]!.tokensPerSecond).toFixed(2)}x; decode runs vs step(): 1 rank ${(r.rows[0]!.tokensPerSecond / stepped[0]!.tokensPerSecond).toFixed(2)}x, 2 ranks ${(r.rows[1]!.tokensPerSecond / stepped[1]!.tokensPerSecond).toFixed(2)}x`);
   }
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageBefore: loadBefore, loadAverage: os.loadavg(), node: process.version };
