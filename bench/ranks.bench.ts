@@ -69,8 +69,8 @@ interface Breakdown {
   readonly waitMedianMicros: number;
   /**
    * Median over consecutive decode steps of one side (rank 0): from a step's commit decision to the next
-   * step's command (the complete round and the coordinator's turn-around, or in a decode run the complete
-   * and the next checkpoint round; sides run in interleaved rounds, so
+   * step's command (the complete round and the coordinator's turn-around; in a decode run the complete
+   * round alone, as a rank starts the next step on seeing its decision; sides run in interleaved rounds, so
    * the median leaves out the gaps where other sides ran).
    */
   readonly betweenMicros: number;
