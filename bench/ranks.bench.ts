@@ -317,7 +317,7 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
     const b = r.breakdown;
     if (b === undefined) continue;
     console.log(`${r.model.padEnd(26)}${r.side.padEnd(24)}${fmt(b.spanMicros, 0).padStart(7)}${fmt(b.idealMicros, 0).padStart(7)}${fmt(b.waitMicros.attention, 0).padStart(7)}${fmt(b.waitMicros.ffn, 0).padStart(7)} (${fmt(b.structuralWaitMicros, 0)})${fmt(b.waitMicros.start, 0).padStart(6)}${fmt(b.waitMicros.tail, 0).padStart(6)}${fmt(b.handoffMicros, 0).padStart(7)}${fmt(b.criticalExcessMicros, 0).padStart(7)} (${fmt(b.stallsPerToken)})  late ${b.lateCount.map((c) => fmt(c)).join(' / ')}`);
-    console.log(`${''.padEnd(50)}per exchange (median): wait ${fmt(b.waitMedianMicros)}, hand-off ${fmt(b.handoffMedianMicros)}; between steps (complete round + coordinator, or in a decode run complete + checkpoint rounds) ${fmt(b.betweenMicros, 0)}`);
+    console.log(`${''.padEnd(50)}per exchange (median): wait ${fmt(b.waitMedianMicros)}, hand-off ${fmt(b.handoffMedianMicros)}; between steps (complete round + coordinator; in a decode run the complete round alone) ${fmt(b.betweenMicros, 0)}`);
     b.bestMicros.forEach((m, i) => console.log(`${''.padEnd(50)}rank ${i}: best attention ${fmt(m.attention, 0)}, FFN ${fmt(m.ffn, 0)}, tail ${fmt(m.tail, 0)}; over best ${fmt(b.excessMicros[i]!, 0)}; checkpoint round ${fmt(b.checkpointMicros[i]!, 0)}, commit round ${fmt(b.commitMicros[i]!, 0)}`));
   }
   for (const r of results) {
