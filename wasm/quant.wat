@@ -858,32 +858,34 @@
 
   ;; Per block b of one Q4_0 / Q8_0 row: f[b] = d_w[b] * d_x[b] (the f16 block scales of the half plane at
   ;; $hp, exactly as $half decodes them, times x's block scales at $xd); f32 at $f + 4b. Eight blocks per
-  ;; step: when none of the eight halves is subnormal, infinite or NaN (the usual case) they are decoded
-  ;; inline as $finite_half4 does (exact, and no subnormal f32 is formed); otherwise through $half4. The
-  ;; blocks mod 8 one at a time.
+  ;; step, decoded inline without branches (small models' block scales are often subnormal halves, so a
+  ;; fast path for normal ones alone would rarely run): |h| below 0x400 (zero, subnormal) as |h| * 2^-24
+  ;; (exact, and a normal f32: no slow subnormal arithmetic), above 0x7bff (infinity, NaN) with the
+  ;; exponent all ones, normal ones rebiased; then the sign. The blocks mod 8 one at a time.
   (func $block_factors (param $hp i32) (param $xd i32) (param $blocks i32) (param $f i32)
-    (local $b i32) (local $b8 i32) (local $h v128) (local $t v128)
+    (local $b i32) (local $b8 i32) (local $h v128) (local $u v128) (local $t v128) (local $at i32)
     (local.set $b8 (i32.and (local.get $blocks) (i32.const -8)))
     (block $done8
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $b) (local.get $b8)))
         (local.set $h (v128.load (i32.add (local.get $hp) (i32.shl (local.get $b) (i32.const 1)))))
-        (local.set $t (v128.and (local.get $h) (i16x8.splat (i32.const 0x7fff))))
-        ;; Subnormal: 0 < |h| < 0x400 (|h| - 1 below 0x3ff, unsigned); infinity or NaN: |h| above 0x7bff.
-        (if (v128.any_true (v128.or (i16x8.lt_u (i16x8.sub (local.get $t) (i16x8.splat (i32.const 1))) (i16x8.splat (i32.const 0x3ff)))
-              (i16x8.gt_u (local.get $t) (i16x8.splat (i32.const 0x7bff)))))
-          (then
-            (v128.store (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
-              (f32x4.mul (call $half4 (i32x4.extend_low_i16x8_u (local.get $h))) (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))
-            (v128.store offset=16 (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
-              (f32x4.mul (call $half4 (i32x4.extend_high_i16x8_u (local.get $h))) (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2)))))))
-          (else
-            (v128.store (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
-              (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $h)) (i32.const 13)) (i32x4.splat (i32.const 0x8fffe000)))
-                (f32x4.splat (global.get $HALF_SCALE))) (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))
-            (v128.store offset=16 (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2)))
-              (f32x4.mul (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $h)) (i32.const 13)) (i32x4.splat (i32.const 0x8fffe000)))
-                (f32x4.splat (global.get $HALF_SCALE))) (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))))
+        (local.set $at (i32.shl (local.get $b) (i32.const 2)))
+        (v128.store (i32.add (local.get $f) (local.get $at))
+          (f32x4.mul (v128.or (i32x4.shl (v128.and (local.tee $u (i32x4.extend_low_i16x8_u (local.get $h))) (i32x4.splat (i32.const 0x8000))) (i32.const 16))
+                (v128.bitselect (i32x4.add (i32x4.shl (local.tee $t (v128.and (local.get $u) (i32x4.splat (i32.const 0x7fff)))) (i32.const 13)) (i32x4.splat (i32.const 0x70000000)))
+                  (v128.bitselect (f32x4.mul (f32x4.convert_i32x4_u (local.get $t)) (f32x4.splat (global.get $HALF_SUB_UNIT)))
+                    (i32x4.add (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.splat (global.get $HALF_REBIAS)))
+                    (i32x4.lt_u (local.get $t) (i32x4.splat (i32.const 0x400))))
+                  (i32x4.gt_u (local.get $t) (i32x4.splat (i32.const 0x7bff)))))
+            (v128.load (i32.add (local.get $xd) (local.get $at)))))
+        (v128.store offset=16 (i32.add (local.get $f) (local.get $at))
+          (f32x4.mul (v128.or (i32x4.shl (v128.and (local.tee $u (i32x4.extend_high_i16x8_u (local.get $h))) (i32x4.splat (i32.const 0x8000))) (i32.const 16))
+                (v128.bitselect (i32x4.add (i32x4.shl (local.tee $t (v128.and (local.get $u) (i32x4.splat (i32.const 0x7fff)))) (i32.const 13)) (i32x4.splat (i32.const 0x70000000)))
+                  (v128.bitselect (f32x4.mul (f32x4.convert_i32x4_u (local.get $t)) (f32x4.splat (global.get $HALF_SUB_UNIT)))
+                    (i32x4.add (i32x4.shl (local.get $t) (i32.const 13)) (i32x4.splat (global.get $HALF_REBIAS)))
+                    (i32x4.lt_u (local.get $t) (i32x4.splat (i32.const 0x400))))
+                  (i32x4.gt_u (local.get $t) (i32x4.splat (i32.const 0x7bff)))))
+            (v128.load offset=16 (i32.add (local.get $xd) (local.get $at)))))
         (local.set $b (i32.add (local.get $b) (i32.const 8)))
         (br $step8)))
     (block $done
