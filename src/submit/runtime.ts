@@ -385,6 +385,11 @@ export class Runtime {
   };
   /** The descriptor slots each graph compiled here declares as inputs (every slot it may bind). */
   readonly #graphInputs = new WeakMap<Program, readonly DescriptorSlot[]>();
+  /**
+   * Per graph: the allocations it binds, derived at one table epoch of its inputs. An epoch names one
+   * table (it moves with take() and changes with every table change), so equal epochs give the same set.
+   */
+  readonly #bindsKept = new WeakMap<Program, { readonly epoch: number; readonly binds: ReadonlySet<AllocationSlot> }>();
   /** Pipelines of every graph compiled on this runtime, keyed by kernel and constants. */
   readonly #pipelines = new PipelineCache();
   /** Bind groups and buffers the graphs of this runtime created. */
@@ -735,8 +740,18 @@ export class Runtime {
   #bindsOf(program: Program, group: AllocationGroup): ReadonlySet<AllocationSlot> | undefined {
     const slots = this.#graphInputs.get(program);
     if (slots === undefined) return undefined;
+    let epoch: number | undefined;
     try {
-      return new Set(slots.map((s) => group.allocationOf(s)));
+      epoch = group.dispatchEpoch();
+    } catch {
+      epoch = undefined;
+    }
+    const kept = this.#bindsKept.get(program);
+    if (epoch !== undefined && kept !== undefined && kept.epoch === epoch) return kept.binds;
+    try {
+      const binds = new Set(slots.map((s) => group.allocationOf(s)));
+      if (epoch !== undefined) this.#bindsKept.set(program, { epoch, binds });
+      return binds;
     } catch {
       return undefined;
     }
