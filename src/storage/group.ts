@@ -102,10 +102,10 @@ let nextTableEpoch = 0;
 
 export class AllocationGroup {
   /** Owned claims, one root retainer each; `undefined` marks a hole left by extraction. */
-  readonly #allocations: (Claim | undefined)[] = [];
+  #allocations: (Claim | undefined)[] = [];
   /** How many live descriptors reference each allocation (extraction uniqueness in O(1)). */
-  readonly #aliases: number[] = [];
-  readonly #descriptors: (DescriptorRecord | undefined)[] = [];
+  #aliases: number[] = [];
+  #descriptors: (DescriptorRecord | undefined)[] = [];
   readonly #node = new BorrowNode(null, true);
   /** Changes with every descriptor or allocation added, removed or extracted; moves with the tables. */
   #epoch = ++nextTableEpoch;
@@ -114,12 +114,13 @@ export class AllocationGroup {
     moveTablesImpl = (from, to) => {
       to.#epoch = from.#epoch;
       from.#epoch = ++nextTableEpoch;
-      to.#allocations.push(...from.#allocations);
-      to.#aliases.push(...from.#aliases);
-      to.#descriptors.push(...from.#descriptors);
-      from.#allocations.length = 0;
-      from.#aliases.length = 0;
-      from.#descriptors.length = 0;
+      // `to` is a new, empty group (take()): the tables change hands whole, without copying.
+      to.#allocations = from.#allocations;
+      to.#aliases = from.#aliases;
+      to.#descriptors = from.#descriptors;
+      from.#allocations = [];
+      from.#aliases = [];
+      from.#descriptors = [];
     };
   }
 
