@@ -165,6 +165,8 @@ export class CompiledGraph implements Program {
   readonly #dispatches: readonly CompiledDispatch[];
   readonly #outputs: readonly TensorRef[];
   readonly #outputNames: readonly string[];
+  /** Host replays: the output refs of every bound run (all in the inputs group), made on the first. */
+  #hostOutputs: readonly OutputRef[] | undefined;
   readonly #inputs: Readonly<Record<string, GraphInput>>;
   readonly #gpu: WebGPUProvider | undefined;
   /** Owned: params of every dispatch; destroyed by dispose() when nothing of this graph is in flight. */
@@ -407,7 +409,10 @@ export class CompiledGraph implements Program {
         params[i] = p;
       } else params[i] = d.spec.params as never;
     }
-    const outputs: OutputRef[] = this.#outputs.map((ref) => ({ from: 'inputs', slot: (ref as { slot: DescriptorSlot }).slot }));
+    // The same refs every replay (the graph's outputs never change): derived once, frozen, shared.
+    const outputs = (this.#hostOutputs ??= Object.freeze(
+      this.#outputs.map((ref): OutputRef => Object.freeze({ from: 'inputs', slot: (ref as { slot: DescriptorSlot }).slot })),
+    ));
     this.#replays++;
     const resolved = prepared.dispatches;
     return {
