@@ -46,6 +46,8 @@ function ropeTableBytes(p: RopeParams): number {
 
 /** Rope frequencies without per-pair factors, by head size and theta: derived once each, not per dispatch. */
 const plainFrequencies = new Map<string, Float32Array>();
+/** The entry of plainFrequencies the last plain dispatch used. */
+let lastPlainFrequencies: { readonly headDim: number; readonly theta: number; readonly freq: Float32Array } | undefined;
 
 /**
  * ropeTable(p): its values depend only on headDim, theta and the factors, never on the position. Without
@@ -54,12 +56,16 @@ const plainFrequencies = new Map<string, Float32Array>();
  */
 function frequencies(p: RopeParams): Float32Array {
   if (p.freqFactors !== undefined) return ropeTable(p);
+  // Every rope dispatch of a model asks for the same head size and theta: found again without a key string.
+  const last = lastPlainFrequencies;
+  if (last !== undefined && last.headDim === p.headDim && last.theta === p.theta) return last.freq;
   const key = `${p.headDim}:${p.theta}`;
   let freq = plainFrequencies.get(key);
   if (freq === undefined) {
     freq = ropeTable(p);
     plainFrequencies.set(key, freq);
   }
+  lastPlainFrequencies = { headDim: p.headDim, theta: p.theta, freq };
   return freq;
 }
 
