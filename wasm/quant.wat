@@ -30,6 +30,8 @@
   ;; 2^112: scales the bits of a half, shifted into an f32's place, to the half's value (normals and
   ;; subnormals alike, exactly). Used where halves are weights ($finite_half4 and the F16 dot).
   (global $HALF_SCALE f32 (f32.const 0x1p112))
+  ;; |x| below 2^16 keeps 2^112 * x finite (f32's largest is just under 2^128): $dot_halves4's bound.
+  (global $HALF_X_BOUND f32 (f32.const 0x1p16))
   ;; The exact decoders of scales ($half, $half4) never form a subnormal f32: an x86 core takes a slow
   ;; microcode assist (~100 cycles) for each operation with one, and Q4_K / Q6_K super-block scales are
   ;; often subnormal halves. Normal halves: the bits shifted into place plus the exponent bias difference
@@ -393,8 +395,7 @@
   ;; k mod 8 rest in order. F16 steps whose eight halves are all finite take $finite_half4's three
   ;; operations ($finite_half4's, inline); a step with an infinity or NaN takes the exact general decoder.
   (func $dot_halves (param $x i32) (param $w i32) (param $k i32) (param $bf i32) (result f32)
-    (local $end16 i32) (local $v1 v128) (local $end8 i32) (local $end i32) (local $v v128) (local $lo v128) (local $hi v128) (local $acc0 v128) (local $acc1 v128)
-    (local $s f32) (local $h i32)
+    (local $end16 i32) (local $end8 i32) (local $end i32) (local $v1 v128) (local $v v128) (local $acc0 v128) (local $acc1 v128)
     (local.set $end8 (i32.add (local.get $w) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 1))))
     (local.set $end (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 1))))
     ;; F16, sixteen halves per trip while all of them are finite: the operations of two trips of $step8's
@@ -422,6 +423,14 @@
             (local.set $w (i32.add (local.get $w) (i32.const 32)))
             (local.set $x (i32.add (local.get $x) (i32.const 64)))
             (br $step16)))))
+    (call $halves_rest (local.get $x) (local.get $w) (local.get $end8) (local.get $end) (local.get $bf) (local.get $acc0) (local.get $acc1)))
+
+  ;; The rest of a row of halves from $w (x at $x) after the 16-half trips: eight halves per trip up to
+  ;; $end8 (any pattern: infinities and NaN through $half4), the lane sums $acc0 + $acc1 through $hsum,
+  ;; then the halves up to $end one at a time. Shared by $dot_halves and $dot_halves4, so that a row's
+  ;; result does not depend on which of them took it.
+  (func $halves_rest (param $x i32) (param $w i32) (param $end8 i32) (param $end i32) (param $bf i32) (param $acc0 v128) (param $acc1 v128) (result f32)
+    (local $v v128) (local $lo v128) (local $hi v128) (local $s f32) (local $h i32)
     (block $done8
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $w) (local.get $end8)))
@@ -459,7 +468,115 @@
         (br $tail)))
     (local.get $s))
 
-  ;; ---- Fused dots of Q8_0 and Q4_0 rows (no groups form in scratch) ----
+  ;; F16: out[r * $outStep] = x . w_r for the four rows w_r = $w + r * $stride (r = 0..3); every |x| below
+  ;; 2^16 ($halves_x_fit). Each trip scales its 16 elements of x by 2^112 once for the four rows, and each
+  ;; row multiplies its halves, shifted into an f32's place (w', as in $dot_halves), by them: w' * (2^112 x)
+  ;; is the same real product as $dot_halves's (w' * 2^112) * x, both exact factors, rounded once, so with
+  ;; the same accumulators in the same order (16-half trips, then $halves_rest) each row's result equals
+  ;; $dot_halves's bit for bit, one multiply per four halves fewer. The trips run while all 64 halves are
+  ;; finite: exponent fields (v & 0x7c00) are at most 0x7c00, which only infinity and NaN reach.
+  (func $dot_halves4 (param $x i32) (param $w i32) (param $stride i32) (param $k i32) (param $out i32) (param $outStep i32)
+    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $xEnd16 i32) (local $start i32) (local $e8 i32) (local $e i32) (local $expMask v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $a0 v128) (local $b0 v128) (local $a1 v128) (local $b1 v128) (local $a2 v128) (local $b2 v128) (local $a3 v128) (local $b3 v128)
+    (local.set $w1 (i32.add (local.get $w) (local.get $stride)))
+    (local.set $w2 (i32.add (local.get $w1) (local.get $stride)))
+    (local.set $w3 (i32.add (local.get $w2) (local.get $stride)))
+    (local.set $xEnd16 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -16)) (i32.const 2))))
+    (local.set $start (local.get $w))
+    (local.set $expMask (i16x8.splat (i32.const 0x7c00)))
+    (block $done16
+      (loop $step16
+        (br_if $done16 (i32.ge_u (local.get $x) (local.get $xEnd16)))
+        ;; The OR of the 64 exponent fields is 0x7c00 when one of them is (and, rarely, when large finite
+        ;; weights together set all five bits): only then the exact test of each field.
+        (if (v128.any_true (i16x8.eq (local.get $expMask) (v128.and (local.get $expMask)
+          (v128.or (v128.or (v128.or (v128.load (local.get $w)) (v128.load offset=16 (local.get $w))) (v128.or (v128.load (local.get $w1)) (v128.load offset=16 (local.get $w1))))
+            (v128.or (v128.or (v128.load (local.get $w2)) (v128.load offset=16 (local.get $w2))) (v128.or (v128.load (local.get $w3)) (v128.load offset=16 (local.get $w3))))))))
+          (then
+            (br_if $done16 (v128.any_true (i16x8.eq (local.get $expMask)
+              (i16x8.max_u (i16x8.max_u (i16x8.max_u (v128.and (v128.load (local.get $w)) (local.get $expMask)) (v128.and (v128.load offset=16 (local.get $w)) (local.get $expMask))) (i16x8.max_u (v128.and (v128.load (local.get $w1)) (local.get $expMask)) (v128.and (v128.load offset=16 (local.get $w1)) (local.get $expMask))))
+                (i16x8.max_u (i16x8.max_u (v128.and (v128.load (local.get $w2)) (local.get $expMask)) (v128.and (v128.load offset=16 (local.get $w2)) (local.get $expMask))) (i16x8.max_u (v128.and (v128.load (local.get $w3)) (local.get $expMask)) (v128.and (v128.load offset=16 (local.get $w3)) (local.get $expMask))))))))))
+        (local.set $x0 (f32x4.mul (v128.load (local.get $x)) (f32x4.splat (global.get $HALF_SCALE))))
+        (local.set $x1 (f32x4.mul (v128.load offset=16 (local.get $x)) (f32x4.splat (global.get $HALF_SCALE))))
+        (local.set $x2 (f32x4.mul (v128.load offset=32 (local.get $x)) (f32x4.splat (global.get $HALF_SCALE))))
+        (local.set $x3 (f32x4.mul (v128.load offset=48 (local.get $x)) (f32x4.splat (global.get $HALF_SCALE))))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load (local.get $w))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x0))))
+        (local.set $b0 (f32x4.add (local.get $b0) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load (local.get $w))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x1))))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load offset=16 (local.get $w))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x2))))
+        (local.set $b0 (f32x4.add (local.get $b0) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load offset=16 (local.get $w))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x3))))
+        (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load (local.get $w1))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x0))))
+        (local.set $b1 (f32x4.add (local.get $b1) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load (local.get $w1))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x1))))
+        (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load offset=16 (local.get $w1))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x2))))
+        (local.set $b1 (f32x4.add (local.get $b1) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load offset=16 (local.get $w1))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x3))))
+        (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load (local.get $w2))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x0))))
+        (local.set $b2 (f32x4.add (local.get $b2) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load (local.get $w2))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x1))))
+        (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load offset=16 (local.get $w2))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x2))))
+        (local.set $b2 (f32x4.add (local.get $b2) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load offset=16 (local.get $w2))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x3))))
+        (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load (local.get $w3))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x0))))
+        (local.set $b3 (f32x4.add (local.get $b3) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load (local.get $w3))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x1))))
+        (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (v128.load offset=16 (local.get $w3))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x2))))
+        (local.set $b3 (f32x4.add (local.get $b3) (f32x4.mul (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (v128.load offset=16 (local.get $w3))) (i32.const 13))
+          (i32x4.splat (i32.const 0x8fffe000))) (local.get $x3))))
+        (local.set $x (i32.add (local.get $x) (i32.const 64)))
+        (local.set $w (i32.add (local.get $w) (i32.const 32)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+        (local.set $w2 (i32.add (local.get $w2) (i32.const 32)))
+        (local.set $w3 (i32.add (local.get $w3) (i32.const 32)))
+        (br $step16)))
+    ;; Each row's ends, as byte offsets from where its pointer now stands (all four moved alike).
+    (local.set $e8 (i32.sub (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 1)) (i32.sub (local.get $w) (local.get $start))))
+    (local.set $e (i32.sub (i32.shl (local.get $k) (i32.const 1)) (i32.sub (local.get $w) (local.get $start))))
+    (f32.store (local.get $out)
+      (call $halves_rest (local.get $x) (local.get $w) (i32.add (local.get $w) (local.get $e8)) (i32.add (local.get $w) (local.get $e))
+        (i32.const 0) (local.get $a0) (local.get $b0)))
+    (f32.store (i32.add (local.get $out) (local.get $outStep))
+      (call $halves_rest (local.get $x) (local.get $w1) (i32.add (local.get $w1) (local.get $e8)) (i32.add (local.get $w1) (local.get $e))
+        (i32.const 0) (local.get $a1) (local.get $b1)))
+    (f32.store (i32.add (local.get $out) (i32.shl (local.get $outStep) (i32.const 1)))
+      (call $halves_rest (local.get $x) (local.get $w2) (i32.add (local.get $w2) (local.get $e8)) (i32.add (local.get $w2) (local.get $e))
+        (i32.const 0) (local.get $a2) (local.get $b2)))
+    (f32.store (i32.add (local.get $out) (i32.mul (local.get $outStep) (i32.const 3)))
+      (call $halves_rest (local.get $x) (local.get $w3) (i32.add (local.get $w3) (local.get $e8)) (i32.add (local.get $w3) (local.get $e))
+        (i32.const 0) (local.get $a3) (local.get $b3))))
+
+    ;; 1 when every one of the $count floats at $x is below 2^16 in magnitude (or NaN), else 0: then x times
+  ;; 2^112 ($dot_halves4's scaled x) is finite, and w' * (2^112 * x) rounds the same real product as
+  ;; (w' * 2^112) * x ($dot_halves), w' being a half's value times 2^-112 (exact, a power-of-two scale).
+  (func $halves_x_fit (param $x i32) (param $count i32) (result i32)
+    (local $end4 i32) (local $end i32) (local $big v128) (local $bound v128)
+    (local.set $bound (f32x4.splat (global.get $HALF_X_BOUND)))
+    (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $count) (i32.const -4)) (i32.const 2))))
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $count) (i32.const 2))))
+    (block $done4
+      (loop $step
+        (br_if $done4 (i32.ge_u (local.get $x) (local.get $end4)))
+        (local.set $big (v128.or (local.get $big) (f32x4.ge (f32x4.abs (v128.load (local.get $x))) (local.get $bound))))
+        (local.set $x (i32.add (local.get $x) (i32.const 16)))
+        (br $step)))
+    (block $done
+      (loop $tail
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (if (f32.ge (f32.abs (f32.load (local.get $x))) (global.get $HALF_X_BOUND)) (then (return (i32.const 0))))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (br $tail)))
+    (i32.eqz (v128.any_true (local.get $big))))
+
+;; ---- Fused dots of Q8_0 and Q4_0 rows (no groups form in scratch) ----
 
   ;; x . w for one Q4_0 row of $blocks blocks whose quants are read where they lie (16 nibble bytes per
   ;; block at $w); $dp holds the row's scale pairs ($half_pairs: f32, 8 bytes per block). Per block the 16 low nibbles (group 2b) and the
@@ -1239,11 +1356,35 @@
   (func (export "qmatmul") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $kBytes i32) (local $nBytes i32) (local $groups i32) (local $gBytes i32)
-    (local $ss i32) (local $sm i32) (local $xs i32) (local $q i32) (local $affine i32) (local $xi i32) (local $at i32) (local $r f32)
+    (local $ss i32) (local $sm i32) (local $xs i32) (local $q i32) (local $affine i32) (local $xi i32) (local $at i32) (local $r f32) (local $quarter i32) (local $quarterBytes i32)
     (local.set $kBytes (i32.shl (local.get $k) (i32.const 2)))
     (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
     (if (i32.le_u (local.get $kind) (i32.const 2))
       (then
+        ;; F16 with every |x| below 2^16: the first N - N mod 4 rows four at a time ($dot_halves4: x
+        ;; scaled once for four rows), in four quarters read side by side as wasm/f32.wat's linear_rows
+        ;; does (call j takes rows j, j + Q, j + 2Q, j + 3Q), each quad serving every row of x; the
+        ;; rest, larger x, and BF16 one row at a time below. A row's result is the same either way.
+        (if (i32.eq (local.get $kind) (i32.const 1)) (then (if (call $halves_x_fit (local.get $x) (i32.mul (local.get $m) (local.get $k)))
+          (then
+            (local.set $quarter (i32.shr_u (local.get $n) (i32.const 2)))
+            (local.set $quarterBytes (i32.mul (local.get $quarter) (local.get $rowBytes)))
+            (block $quadsDone
+              (loop $quads
+                (br_if $quadsDone (i32.ge_u (local.get $j) (local.get $quarter)))
+                (local.set $i (i32.const 0))
+                (block $qxDone
+                  (loop $qxs
+                    (br_if $qxDone (i32.ge_u (local.get $i) (local.get $m)))
+                    (call $dot_halves4 (i32.add (local.get $x) (i32.mul (local.get $i) (local.get $kBytes)))
+                      (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (local.get $quarterBytes) (local.get $k)
+                      (i32.add (local.get $out) (i32.add (i32.mul (local.get $i) (local.get $nBytes)) (i32.shl (local.get $j) (i32.const 2))))
+                      (i32.shl (local.get $quarter) (i32.const 2)))
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br $qxs)))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $quads)))
+            (local.set $j (i32.and (local.get $n) (i32.const -4)))))))
         (block $hRowsDone
           (loop $hRows
             (br_if $hRowsDone (i32.ge_u (local.get $j) (local.get $n)))
