@@ -1,0 +1,112 @@
+// Suite: the relaxed-SIMD build's q8-activation kernels (issue 12): relaxed SIMD's integer dot product
+// i16x8.relaxed_dot_i8x16_i7x16_s over x's bytes and the weights' unsigned form, offsets taken off with x's
+// sums (wasm/quant.wat, "The q8-activation kernels").
+//
+// Plan. Both lanes run the relaxed binaries: Chromium has relaxed SIMD by default, and in the node lane this
+// file's own process (the forks pool runs each file in its own) turns on V8's flag before any kernel is
+// compiled. Then, for Q4_0, Q4_K, Q6_K and Q8_0 qmatmuls on host providers (ordinary and shared memory,
+// element offsets with canaries, contracts/support/run-host.ts):
+//   - the runtime reports the relaxed set with q8 activations;
+//   - seeded properties over M (1 and small prefill), N (1, primes, tails) and K (from one block; Q4_0 and
+//     Q8_0 also K not a multiple of 256): the relaxed 'wasm-q8' output equals the scalar twin
+//     qmatmulQ8Reference bit for bit, and so does the plain build's (the seam hostKernelFaults.noRelaxedSimd)
+//     on the same operands;
+//   - x at the 8-bit extremes (every element +-amax of its block, so every q is +-127) against weights whose
+//     bytes are all 0xff (the largest unsigned nibbles and 6-bit values; Q8_0: 0x80, -128): the largest
+//     products, bit for bit.
+import { describe, expect, it } from 'vitest';
+import { LOWERING_KINDS } from '../../src/model/index.js';
+import { createHostProvider, createRuntime } from '../../src/index.js';
+import type { Runtime } from '../../src/index.js';
+import { QMATMUL, packedRowLayout } from '../../src/submit/ops/index.js';
+import { hostKernelFaults } from '../../src/submit/wasm/kernels.js';
+import { qmatmulQ8Reference } from '../../src/submit/wasm/q8-activation.js';
+import { fc, fcParams } from '../support/fc.js';
+import { runHostOp } from '../support/run-host.js';
+import type { HostOperand } from '../support/run-host.js';
+import { arb, randomF32 } from './harness.js';
+import { GGUF_BLOCK, randomGgufRows } from './qmatmul-blocks.js';
+
+if (typeof window === 'undefined') {
+  // Node: relaxed SIMD is behind a flag; set before the first runtime compiles its kernels.
+  const v8 = 'node:v8';
+  ((await import(/* @vite-ignore */ v8)) as typeof import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+}
+
+const KINDS = ['Q4_0', 'Q4_K', 'Q6_K', 'Q8_0'] as const;
+type Kind = (typeof KINDS)[number];
+const WEIGHT_BLOCK = { Q8_0: 32, Q4_0: 32, Q4_K: 256, Q6_K: 256 } as const;
+const TAIL_SIZES = [1, 2, 3, 5, 7, 11, 13, 17, 31, 37];
+
+const f32 = (shape: number[], data: Float32Array): HostOperand => ({ dtype: 'f32', shape, data });
+
+function plainRuntime(shared: boolean): Runtime {
+  hostKernelFaults.noRelaxedSimd = true;
+  try {
+    return createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm-q8' });
+  } finally {
+    hostKernelFaults.noRelaxedSimd = false;
+  }
+}
+
+describe.each([false, true])('relaxed-SIMD q8-activation kernels (shared memory: %s)', (shared) => {
+  const relaxed = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm-q8' });
+  const plain = plainRuntime(shared);
+
+  it('[OPS-wasm-q8-activation] the relaxed set runs (with q8 activations); the seam gives the plain set', () => {
+    expect(relaxed.hostKernels()!.kernelSet).toBe('relaxed-simd');
+    expect(relaxed.hostKernels()!.activations).toBe('q8');
+    expect(plain.hostKernels()!.kernelSet).toBe('simd');
+  });
+
+  async function expectTwin(kind: Kind, x: Float32Array, gguf: Uint8Array, m: number, n: number, k: number, pads?: number[]): Promise<void> {
+    const packed = LOWERING_KINDS[kind].repack(gguf, k);
+    const w: HostOperand = { dtype: 'u32', shape: [n, packedRowLayout(kind, k).rowWords], data: packed };
+    const operands = [f32([m, k], x), w, f32([m, n], new Float32Array(m * n))];
+    const twin = new Float32Array(m * n);
+    qmatmulQ8Reference(kind, x, packed, twin, m, n, k);
+    for (const [label, runtime] of [['relaxed', relaxed], ['plain', plain]] as const) {
+      const got = await runHostOp(runtime, QMATMUL[kind].plain, operands, { m, n, k }, pads);
+      expect(got.wasm, `the ${label} q8 kernel ran`).toBe(1);
+      expect(Array.from(got.arrays[2]!), `${label} ${kind} ${m}x${n}x${k} against the twin`).toEqual(Array.from(twin));
+    }
+  }
+
+  for (const kind of KINDS) {
+    it(`[OPS-wasm-q8-activation] ${kind}: the relaxed build equals the scalar twin (and the plain build) bit for bit`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 4 })),
+          fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(...TAIL_SIZES)),
+          fc.integer({ min: 1, max: 11 }),
+          arb.seed(),
+          arb.pads(3),
+          async (m, n, blocks, seed, pads) => {
+            const k = WEIGHT_BLOCK[kind] * (WEIGHT_BLOCK[kind] === 256 ? 1 + (blocks % 2) : blocks);
+            await expectTwin(kind, randomF32(seed, m * k), randomGgufRows(kind, n, k, seed + 1), m, n, k, pads);
+          },
+        ),
+        fcParams(14),
+      );
+    });
+
+    it(`[OPS-wasm-q8-activation] ${kind}: every q at +-127 against the extreme weight bytes (0xff; Q8_0: 0x80, -128), bit for bit`, async () => {
+      const m = 2;
+      const n = 3;
+      const k = WEIGHT_BLOCK[kind] === 256 ? 512 : 96;
+      const x = new Float32Array(m * k);
+      for (let e = 0; e < m * k; e++) x[e] = (e % 3 === 0 ? -1 : 1) * 2 ** ((e >> 5) % 7 - 3);
+      const gguf = randomGgufRows(kind, n, k, 7);
+      const [elements, bytes] = GGUF_BLOCK[kind];
+      // Every quant byte 0xff; the block scales (the leading f16 of Q4_0 / Q8_0, the trailing one of Q6_K,
+      // the leading two of Q4_K) kept from the random rows so they stay finite.
+      const blocksPerRow = (n * k) / elements;
+      for (let b = 0; b < blocksPerRow; b++) {
+        const at = b * bytes;
+        const [from, to] = kind === 'Q6_K' ? [0, bytes - 2 - 16] : kind === 'Q4_K' ? [16, bytes] : [2, bytes];
+        gguf.fill(kind === 'Q8_0' ? 0x80 : 0xff, at + from, at + to);
+      }
+      await expectTwin(kind, x, gguf, m, n, k);
+    });
+  }
+});
