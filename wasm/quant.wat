@@ -807,17 +807,16 @@
   ;; sums elements 4l .. 4l + 3, and an offset is taken off once per block or group from x's sums (Q4_0:
   ;; 8 sum x, Q6_K: 32 sum x), so every lane holds the same exact integer as in the plain build and the f32
   ;; steps after it are the same: bit for bit the scalar twin's results. Q8_0 weights are signed (no 0..127
-  ;; operand): its relaxed body widens x's bytes as it widens the weights, to the plain build's lanes.
+  ;; operand; widening x's bytes in the kernel measured slower): Q8_0 keeps the 16-bit layout and kernel.
   ;; (Not i32x4.relaxed_dot_i8x16_i7x16_add_s: Node 20's V8 (11.3, x64) computes it wrongly, twice the
   ;; product with the accumulator ignored, while the i16x8 form is exact; checked by
   ;; scripts/relaxed-dot-check.mjs.)
 
-  ;; plain-only: begin
   ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
   ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
   ;; i16 (64 bytes per block: elements 0, 2, .. 14, then 1, 3, .. 15, then 16, 18, .. 30, then 17, 19, .. 31)
   ;; at $xq, d (f32) at $xd + 4b and the block's four lane sums (f32) at $xs + 16b.
-  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+  (func $quantize_x16 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
     (local $e0 v128) (local $o0 v128) (local $e1 v128) (local $o1 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
@@ -856,12 +855,11 @@
         (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
         (br $block))))
 
-  ;; plain-only: end
   ;; relaxed-only: begin
-  ;; The relaxed build's quantizer: the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
+  ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
   ;; block at $xq), then the block's four-element sums (i32x4: lane l = q_4l + .. + q_4l+3) of elements
   ;; 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout).
-  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+  (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $b0 v128) (local $b1 v128) (local $s0 v128) (local $s1 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (block $done
@@ -989,6 +987,47 @@
     (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
 
+  ;; plain-only: end
+  ;; relaxed-only: begin
+  ;; The relaxed build's two rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
+  ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
+  ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
+  ;; two halves: the plain build's lane sums of (q - 8) x, exactly.
+  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
+    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (local.set $x0 (v128.load (local.get $xq)))
+        (local.set $x1 (v128.load offset=16 (local.get $xq)))
+        (local.set $c (i32x4.shl (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 3)))
+        (local.set $v (v128.load (local.get $w0)))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (local.get $c)))
+          (v128.load32_splat (local.get $f0)))))
+        (local.set $v (v128.load (local.get $w1)))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (local.get $c)))
+          (v128.load32_splat (local.get $f1)))))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
+        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (br $block)))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+
+  ;; relaxed-only: end
+
   ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
   ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
   (func $rows2_q8_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
@@ -1029,88 +1068,6 @@
     (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
 
-  ;; plain-only: end
-  ;; relaxed-only: begin
-  ;; The relaxed build's two rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
-  ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
-  ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
-  ;; two halves: the plain build's lane sums of (q - 8) x, exactly.
-  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128)
-    (local $acc0 v128) (local $acc1 v128)
-    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
-        (local.set $x0 (v128.load (local.get $xq)))
-        (local.set $x1 (v128.load offset=16 (local.get $xq)))
-        (local.set $c (i32x4.shl (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 3)))
-        (local.set $v (v128.load (local.get $w0)))
-        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-          (local.get $c)))
-          (v128.load32_splat (local.get $f0)))))
-        (local.set $v (v128.load (local.get $w1)))
-        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-          (local.get $c)))
-          (v128.load32_splat (local.get $f1)))))
-        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
-        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
-        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
-        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
-        (br $block)))
-    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
-
-  ;; The relaxed build's two rows of Q8_0 (signed weights: no 0..127 operand), the plain build's kernel with
-  ;; x's bytes widened to the plain layout's 16-bit lanes as the weights are (even bytes, odd bytes).
-  (func $rows2_q8_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
-    (local $acc0 v128) (local $acc1 v128)
-    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 5))))
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
-        (local.set $lo (v128.load (local.get $xq)))
-        (local.set $hi (v128.load offset=16 (local.get $xq)))
-        (local.set $x0 (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)))
-        (local.set $x1 (i16x8.shr_s (local.get $lo) (i32.const 8)))
-        (local.set $x2 (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)))
-        (local.set $x3 (i16x8.shr_s (local.get $hi) (i32.const 8)))
-        (local.set $lo (v128.load (local.get $w0)))
-        (local.set $hi (v128.load offset=16 (local.get $w0)))
-        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f0)))))
-        (local.set $lo (v128.load (local.get $w1)))
-        (local.set $hi (v128.load offset=16 (local.get $w1)))
-        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
-            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
-          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
-            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f1)))))
-        (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
-        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
-        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
-        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
-        (br $block)))
-    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
-
-  ;; relaxed-only: end
   ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q4_0 ($kind 4) or Q8_0 (3)
   ;; against every quantized row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
   (func $pair_q8x (param $kind i32) (param $qs i32) (param $xqBytes i32) (param $row0 i32) (param $row1 i32) (param $p0 i32) (param $blocks i32)
@@ -1233,7 +1190,7 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
-  ;; f32 of the four lanes of sum x_q, written by $quantize_x): sub-block s of super-block b (elements
+  ;; f32 of the four lanes of sum x_q, written by $quantize_x16 or $quantize_x8): sub-block s of super-block b (elements
   ;; 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes at $w + 128b + 32(s / 2)
   ;; for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s) (GGML's products). The 6-bit
   ;; sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale bytes (byte lanes 0..7: sc,
@@ -1358,9 +1315,21 @@
       (loop $qRows
         (br_if $qDone (i32.ge_u (local.get $i) (local.get $m)))
         (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
-        (call $quantize_x (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+        ;; plain-only: begin
+        (call $quantize_x16 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
           (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
           (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))
+        ;; plain-only: end
+        ;; relaxed-only: begin
+        ;; Q8_0 (signed weights) keeps the 16-bit layout and the plain kernel; the others get x's bytes.
+        (if (i32.eq (local.get $kind) (i32.const 3))
+          (then (call $quantize_x16 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+            (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68)))))
+          (else (call $quantize_x8 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+            (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))))
+        ;; relaxed-only: end
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
     ;; Q8_0 and Q4_0: two weight rows per trip (the last alone when N is odd).

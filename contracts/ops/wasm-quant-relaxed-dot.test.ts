@@ -1,6 +1,7 @@
 // Suite: the relaxed-SIMD build's q8-activation kernels (issue 12): relaxed SIMD's integer dot product
 // i16x8.relaxed_dot_i8x16_i7x16_s over x's bytes and the weights' unsigned form, offsets taken off with x's
-// sums (wasm/quant.wat, "The q8-activation kernels").
+// sums (wasm/quant.wat, "The q8-activation kernels"); Q8_0 (signed weights) keeps the 16-bit x layout and kernel
+// in the relaxed build, and is checked here too.
 //
 // Plan. Both lanes run the relaxed binaries: Chromium has relaxed SIMD by default, and in the node lane this
 // file's own process (the forks pool runs each file in its own) turns on V8's flag before any kernel is
