@@ -880,7 +880,9 @@ export class TextSession {
     if (this.#lane !== undefined) throw new TenonError('EBUSY', 'a prediction lane is open', { op, reason: 'lane-open' });
     this.#busy = true;
     try {
-      await this.#dropAhead(op, keep);
+      // Most steps have nothing ahead to drop: no extra async hop then.
+      const ahead = this.#ahead;
+      if (ahead !== undefined && ahead.owner !== keep) await this.#dropAhead(op, keep);
       return await work();
     } finally {
       this.#busy = false;
