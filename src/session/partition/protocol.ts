@@ -82,7 +82,9 @@ export const RANK_WORD = {
   PROGRESS: 7,
   /**
    * Futex sleeps the rank began inside steps (ring and decision waits; Atomics.add before each
-   * Atomics.wait): how a test sees, without a message, that a rank waiting on a silent peer stopped polling.
+   * Atomics.wait) after a poll that ran its course (its bound, or the liveness window), not after one cut
+   * short by a preemption: how a test sees, without a message, that a rank waiting on a silent peer
+   * stopped polling because the peer was silent.
    */
   SLEEPS: 8,
 } as const;

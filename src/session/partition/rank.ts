@@ -16,13 +16,26 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, pickGreedy, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
+import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, SPIN_FLOOR_MICROS, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, pickGreedy, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
 /** Polls between clock reads while spinning (RankInit.spinMicros bounds the spin). */
 const SPIN_CHECK_EVERY = 64;
+/**
+ * A gap this long between two clock reads of one poll (µs; they are normally well under a microsecond
+ * apart) means the thread lost its core while polling: other threads want the cores, and a thread that
+ * polls through its time slice then waits for the scheduler instead of being woken at once. The bound
+ * then drops to SPIN_FLOOR_MICROS (and grows back by nextSpinBound and caught polls).
+ */
+const PREEMPTED_MICROS = 50;
+/**
+ * Polling past the bound (the liveness rule) needs this many waits in a row without a preemption seen; each
+ * preemption doubles the need (up to CALM_MAX) and each wait the liveness rule caught halves it back.
+ */
+const CALM_MIN = 16;
+const CALM_MAX = 1024;
 /**
  * After a step, how long a rank blocks on the command word for the next step (ms) before it goes back to
  * its event loop (where control requests are served): a decode loop issues the next step well within this.
@@ -37,8 +50,11 @@ const NEXT_STEP_WAIT_MS = 4;
  * RANK_WORD.PROGRESS moved within the session's livenessMicros): on idle cores a
  * rank then never pays a futex wake-up while its peer computes what it waits for, and on a loaded machine,
  * where the peer is waiting for a core rather than computing, its counter stops and the rank stops holding
- * a core it cannot use. The fence is rechecked at every liveness check: a spin ends within one window of a
- * fence or of a peer's death, and the caller then sees the fence or sleeps in fence-checked slices.
+ * a core it cannot use. A poll that sees its thread preempted (PREEMPTED_MICROS) ends at once, and the
+ * rule then waits for CALM_MIN or more waits in a row without one: on contended cores the ranks sleep and
+ * are woken (with the scheduler's wake-up preference) instead of polling through their slices. The fence
+ * is rechecked at every liveness check: a spin ends within one window of a fence or of a peer's death,
+ * and the caller then sees the fence or sleeps in fence-checked slices.
  */
 class Spinner {
   readonly #max: number;
@@ -50,6 +66,11 @@ class Spinner {
   /** The peers' progress last seen, and when it was last seen to move (ms). */
   #seen = 0;
   #moved = -Infinity;
+  /** Waits in a row without a preemption seen, and how many the liveness rule needs. */
+  #calm = 0;
+  #need = CALM_MIN;
+  /** The last spin that returned false ended on a preemption (not on its bound or the liveness window). */
+  preempted = false;
   constructor(maxMicros: number, livenessMicros: number, progress: () => number, fenced: () => boolean) {
     this.#max = maxMicros;
     this.#bound = maxMicros;
@@ -74,20 +95,37 @@ class Spinner {
   spin(a: Int32Array, i: number, v: number): boolean {
     const t0 = performance.now();
     this.#t0 = t0;
+    this.preempted = false;
     if (this.#max <= 0) return Atomics.load(a, i) !== v;
     this.#watch(t0);
     const until = t0 + this.#bound / 1000;
+    let last = t0;
+    let extended = false;
     for (let n = 1; ; n++) {
       if (Atomics.load(a, i) !== v) {
         this.#bound = Math.min(this.#max, this.#bound * 2);
+        this.#calm++;
+        if (extended) this.#need = Math.max(CALM_MIN, this.#need / 2);
         return true;
       }
       if (n % SPIN_CHECK_EVERY === 0) {
         const t = performance.now();
+        if ((t - last) * 1000 > PREEMPTED_MICROS) {
+          this.#calm = 0;
+          this.#need = Math.min(CALM_MAX, this.#need * 2);
+          this.#bound = SPIN_FLOOR_MICROS;
+          this.preempted = true;
+          return false;
+        }
+        last = t;
         if (t > until) {
           if (this.#fenced()) return true;
           this.#watch(t);
-          if (t - this.#moved > this.#window) return false;
+          if (this.#calm < this.#need || t - this.#moved > this.#window) {
+            this.#calm++;
+            return false;
+          }
+          extended = true;
         }
       }
     }
@@ -248,7 +286,7 @@ export class Rank implements RankLinks {
 
   /** One fence-checked futex slice on `a[i]` after a failed spin; adapts the spin once the word moved. */
   #sleep(a: Int32Array, i: number, v: number): void {
-    Atomics.add(this.#ctrl, this.#base + RANK_WORD.SLEEPS, 1);
+    if (!this.#spinner.preempted) Atomics.add(this.#ctrl, this.#base + RANK_WORD.SLEEPS, 1);
     this.#spinner.slept(Atomics.wait(a, i, v, WAIT_SLICE_MS) === 'timed-out');
   }
 
