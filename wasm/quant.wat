@@ -857,8 +857,8 @@
 
   ;; relaxed-only: begin
   ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
-  ;; block at $xq), then the block's four-element sums (i32x4: lane l = q_4l + .. + q_4l+3) of elements
-  ;; 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout).
+  ;; block at $xq), then 32 times the block's four-element sums (i32x4: lane l = 32 (q_4l + .. + q_4l+3)) of
+  ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout): Q6_K's offsets as they are.
   (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $b0 v128) (local $b1 v128) (local $s0 v128) (local $s1 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
@@ -879,8 +879,8 @@
         (local.set $b1 (i8x16.narrow_i16x8_s (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id))))
         (v128.store (local.get $xq) (local.get $b0))
         (v128.store offset=16 (local.get $xq) (local.get $b1))
-        (v128.store offset=32 (local.get $xq) (local.tee $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b0)))))
-        (v128.store offset=48 (local.get $xq) (local.tee $s1 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b1)))))
+        (v128.store offset=32 (local.get $xq) (i32x4.shl (local.tee $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b0)))) (i32.const 5)))
+        (v128.store offset=48 (local.get $xq) (i32x4.shl (local.tee $s1 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b1)))) (i32.const 5)))
         ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
         (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add (local.get $s0) (local.get $s1))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
@@ -992,7 +992,7 @@
   ;; The relaxed build's two rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
   ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
   ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
-  ;; two halves: the plain build's lane sums of (q - 8) x, exactly.
+  ;; two halves (a quarter of the quantizer's 32 times): the plain build's lane sums of (q - 8) x, exactly.
   (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
     (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128)
     (local $acc0 v128) (local $acc1 v128)
@@ -1002,7 +1002,7 @@
         (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
         (local.set $x0 (v128.load (local.get $xq)))
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
-        (local.set $c (i32x4.shl (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 3)))
+        (local.set $c (i32x4.shr_s (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 2)))
         (local.set $v (v128.load (local.get $w0)))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
           (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
@@ -1098,8 +1098,8 @@
   ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
   ;; are formed in one vector and splatted lane by lane.
   ;; The relaxed build: per group of 16, x's 16 bytes against the unsigned 6-bit values (0..63) by
-  ;; i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums: the plain
-  ;; build's lanes of (q - 32) x, exactly. x of group t of step (h, l): bytes at $xe + 64t, sums at
+  ;; i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums (as the
+  ;; quantizer stores them): the plain build's lanes of (q - 32) x, exactly. x of group t of step (h, l): bytes at $xe + 64t, sums at
   ;; $xe + 64t + 32 ($xe = $xq + 64 (8b + 4h) + l).
   (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
     (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32)
@@ -1167,19 +1167,19 @@
               (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=0 (local.get $xe)) (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4)))))
-              (i32x4.shl (v128.load offset=32 (local.get $xe)) (i32.const 5))))
+              (v128.load offset=32 (local.get $xe))))
               (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2)))))
-              (i32x4.shl (v128.load offset=96 (local.get $xe)) (i32.const 5))))
+              (v128.load offset=96 (local.get $xe))))
               (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qa) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30))))))
-              (i32x4.shl (v128.load offset=160 (local.get $xe)) (i32.const 5))))
+              (v128.load offset=160 (local.get $xe))))
               (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qc) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (i16x8.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30))))))
-              (i32x4.shl (v128.load offset=224 (local.get $xe)) (i32.const 5))))
+              (v128.load offset=224 (local.get $xe))))
               (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
             ;; relaxed-only: end
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
