@@ -18,7 +18,7 @@
 //   - x at the 8-bit extremes (every element +-amax of its block, so every q is +-127) against weights whose
 //     bytes are all 0xff (the largest unsigned nibbles and 6-bit values; Q8_0: 0x80, -128): the largest
 //     products, bit for bit.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { LOWERING_KINDS } from '../../src/model/index.js';
 import { createHostProvider, createRuntime } from '../../src/index.js';
 import type { Runtime } from '../../src/index.js';
@@ -33,9 +33,11 @@ import { GGUF_BLOCK, randomGgufRows } from './qmatmul-blocks.js';
 import probeSources from './relaxed-dot-probe.wat?wasm';
 
 if (typeof window === 'undefined') {
-  // Node: relaxed SIMD is behind a flag; set before the first runtime compiles its kernels.
-  const v8 = 'node:v8';
-  ((await import(/* @vite-ignore */ v8)) as typeof import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+  // Node: relaxed SIMD is behind a flag; set before the first runtime compiles its kernels, and unset
+  // after this file (each file has its own process in the node lane; this keeps it so should one be reused).
+  const v8 = ((await import(/* @vite-ignore */ 'node:v8')) as typeof import('node:v8'));
+  v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+  afterAll(() => v8.setFlagsFromString('--no-experimental-wasm-relaxed-simd'));
 }
 
 const KINDS = ['Q4_0', 'Q4_K', 'Q6_K', 'Q8_0'] as const;
