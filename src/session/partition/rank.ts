@@ -37,6 +37,11 @@ const PREEMPTED_MICROS = 50;
 const CALM_MIN = 16;
 const CALM_MAX = 1024;
 /**
+ * Longest poll past the bound however busy the peer (µs): a tensor rank's segments take a few hundred µs,
+ * while a pipeline rank can wait on its predecessor's whole forward pass; past this the rank sleeps.
+ */
+const LIVENESS_CAP_MICROS = 2000;
+/**
  * After a step, how long a rank blocks on the command word for the next step (ms) before it goes back to
  * its event loop (where control requests are served): a decode loop issues the next step well within this.
  */
@@ -47,7 +52,7 @@ const NEXT_STEP_WAIT_MS = 4;
  * session's spinMicros; a wait the poll caught doubles it back towards spinMicros; after a sleep,
  * protocol.ts nextSpinBound: a wait spinMicros would have caught grows it, a wait far longer (the peer was
  * off its core) halves it. Past the bound the rank keeps polling while a peer is visibly working (its
- * RANK_WORD.PROGRESS moved within the session's livenessMicros): on idle cores a
+ * RANK_WORD.PROGRESS moved within the session's livenessMicros; at most LIVENESS_CAP_MICROS): on idle cores a
  * rank then never pays a futex wake-up while its peer computes what it waits for, and on a loaded machine,
  * where the peer is waiting for a core rather than computing, its counter stops and the rank stops holding
  * a core it cannot use. A poll that sees its thread preempted (PREEMPTED_MICROS) ends at once, and the
@@ -121,7 +126,7 @@ class Spinner {
         if (t > until) {
           if (this.#fenced()) return true;
           this.#watch(t);
-          if (this.#calm < this.#need || t - this.#moved > this.#window) {
+          if (this.#calm < this.#need || t - this.#moved > this.#window || (t - until) * 1000 > LIVENESS_CAP_MICROS) {
             this.#calm++;
             return false;
           }
