@@ -16,7 +16,8 @@
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
 // compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
-// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) run next to the default one (60). Sides run in
+// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) and one without the liveness rule
+// (livenessMicros 0: a rank sleeps once its spin bound ran out) run next to the default one (60). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
 // step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
@@ -224,13 +225,23 @@ function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches
 async function measure(model: string, weights: DenseWeights): Promise<{ rows: Row[]; speedup: number; sameIds: boolean }> {
   const one: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: weights.config.layers }] };
   const two = evenTensorPartition(weights.config, 2);
-  const make = (partition: ArchitecturePartition, spinMicros?: number) =>
-    PartitionedSession.create(weights, partition, { maxSeq: MAX_SEQ, maxBatch: PROMPT_TOKENS, identity: model, spawn: defaultRankSpawner(), traceSteps: TRACE_STEPS, ...(spinMicros === undefined ? {} : { spinMicros }) });
+  const make = (partition: ArchitecturePartition, spinMicros?: number, livenessMicros?: number) =>
+    PartitionedSession.create(weights, partition, {
+      maxSeq: MAX_SEQ,
+      maxBatch: PROMPT_TOKENS,
+      identity: model,
+      spawn: defaultRankSpawner(),
+      traceSteps: TRACE_STEPS,
+      ...(spinMicros === undefined ? {} : { spinMicros }),
+      ...(livenessMicros === undefined ? {} : { livenessMicros }),
+    });
   // The two-rank side with the default spin bound comes first after one rank (the headline ratio); the
   // others vary only how long ranks poll before sleeping, in the same interleaved rounds.
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
+    // The default spin bound without the liveness rule (a rank sleeps once its bound ran out, however busy its peer).
+    { name: '2 ranks, liveness off', ranks: 2, run: true, session: await make(two, undefined, 0), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
     // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
     { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },
@@ -302,7 +313,8 @@ it('bench:ranks: one host rank vs two tensor ranks, with the synchronisation cos
   const results: { model: string; rows: Row[]; speedup: number; sameIds: boolean }[] = [];
   results.push({ model: 'random stories15M shape', ...(await measure('random stories15M shape', randomDenseWeights(STORIES15M_SHAPE, SEED))) });
   const tiny = await readGgufFixture('tiny-llama-f32.gguf');
-  if (tiny !== undefined) results.push({ model: 'tiny-llama-f32', ...(await measure('tiny-llama-f32', await readDenseWeights(await loadModel(tiny)))) });
+  // BENCH_RANKS_MODELS=1: the stories15M-shaped model only (quicker comparisons on a loaded machine).
+  if (tiny !== undefined && process.env.BENCH_RANKS_MODELS !== '1') results.push({ model: 'tiny-llama-f32', ...(await measure('tiny-llama-f32', await readDenseWeights(await loadModel(tiny)))) });
   const fmt = (n: number, d = 1) => n.toFixed(d);
   console.log('\nmodel                     side                    tok/s    ms/tok  compute ms/tok  agr/tok  µs/agreement  exch/tok  µs/exchange  hand-off ms/tok');
   for (const r of results.flatMap((x) => x.rows)) {

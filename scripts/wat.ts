@@ -11,7 +11,12 @@
 // SIMD: every multiply-accumulate written `(f32x4.add (local.get $acc) (f32x4.mul B C))` becomes
 // `(f32x4.relaxed_madd B C (local.get $acc))`, which an engine may fuse (one rounding) or not. Text
 // between a RELAXED_OFF line and the next RELAXED_ON line is left as written (kernels whose results
-// must stay bit-identical to their scalar twin). One readable source, two instruction sets. The bytes are inlined as base64, so the library bundles, the Node CLI, the
+// must stay bit-identical to their scalar twin). One readable source, two instruction sets.
+// Build-only text (`forBuild`, applied first): lines between RELAXED_ONLY_BEGIN and RELAXED_ONLY_END are
+// kept only in the relaxed build, lines between PLAIN_ONLY_BEGIN and PLAIN_ONLY_END only in the plain
+// one (each removed region becomes as many empty lines, so wabt's line numbers stay those of the file).
+// A kernel with a relaxed-only body (e.g. relaxed SIMD's integer dot) is written twice, with the same
+// name and signature, once in each kind of region. The bytes are inlined as base64, so the library bundles, the Node CLI, the
 // workers and both test lanes get them without fetching a file. Assembly errors fail the build (or the
 // importing test) with wabt's message, which names the line and column.
 import { readFile } from 'node:fs/promises';
@@ -31,6 +36,12 @@ const RELAXED_FEATURES = { simd: true, threads: true, relaxed_simd: true } as co
 export const RELAXED_OFF = ';; relaxed-simd: off';
 /** ... up to a line containing this one. */
 export const RELAXED_ON = ';; relaxed-simd: on';
+/** Lines from one containing this marker to one containing RELAXED_ONLY_END exist only in the relaxed build ... */
+export const RELAXED_ONLY_BEGIN = ';; relaxed-only: begin';
+export const RELAXED_ONLY_END = ';; relaxed-only: end';
+/** ... and lines from PLAIN_ONLY_BEGIN to PLAIN_ONLY_END only in the plain build. */
+export const PLAIN_ONLY_BEGIN = ';; plain-only: begin';
+export const PLAIN_ONLY_END = ';; plain-only: end';
 const ACCUMULATE = '(f32x4.add (local.get ';
 const MUL = '(f32x4.mul ';
 
@@ -120,6 +131,34 @@ export function relaxWat(text: string, file = 'source'): string {
   }
 }
 
+/**
+ * The source of one build (see the header): the other build's regions (marker lines included) blanked
+ * to empty lines. Throws on a begin marker without its end, or an end marker without its begin.
+ */
+export function forBuild(text: string, relaxed: boolean, file = 'source'): string {
+  const lines = text.split('\n');
+  const [dropBegin, dropEnd] = relaxed ? [PLAIN_ONLY_BEGIN, PLAIN_ONLY_END] : [RELAXED_ONLY_BEGIN, RELAXED_ONLY_END];
+  const [keepBegin, keepEnd] = relaxed ? [RELAXED_ONLY_BEGIN, RELAXED_ONLY_END] : [PLAIN_ONLY_BEGIN, PLAIN_ONLY_END];
+  let open: string | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const begin = line.includes(dropBegin) ? dropBegin : line.includes(keepBegin) ? keepBegin : undefined;
+    const end = line.includes(dropEnd) ? dropEnd : line.includes(keepEnd) ? keepEnd : undefined;
+    if (begin !== undefined) {
+      if (open !== undefined) throw new Error(`${file}:${i + 1}: ${begin} inside an open ${open} region`);
+      open = begin;
+    }
+    const dropping = open === dropBegin;
+    if (end !== undefined) {
+      if (open === undefined || (end === dropEnd) !== (open === dropBegin)) throw new Error(`${file}:${i + 1}: ${end} without its begin marker`);
+      open = undefined;
+    }
+    if (dropping) lines[i] = '';
+  }
+  if (open !== undefined) throw new Error(`${file}: ${open} without its end marker`);
+  return lines.join('\n');
+}
+
 /** The binaries of one kernel source; throws when the source does not declare MEMORY_IMPORT exactly once. */
 export async function assembleKernels(
   file: string,
@@ -130,10 +169,11 @@ export async function assembleKernels(
     throw new Error(`${file}: a kernel source declares its memory as ${MEMORY_IMPORT} exactly once`);
   }
   const widen = (source: string): string => source.replace(MEMORY_IMPORT, SHARED_IMPORT);
-  const relaxed = relaxWat(text, file);
+  const plain = forBuild(text, false, file);
+  const relaxed = relaxWat(forBuild(text, true, file), file);
   return {
-    plain: await assemble(file, text, FEATURES),
-    shared: await assemble(file, widen(text), FEATURES),
+    plain: await assemble(file, plain, FEATURES),
+    shared: await assemble(file, widen(plain), FEATURES),
     relaxed: { plain: await assemble(file, relaxed, RELAXED_FEATURES), shared: await assemble(file, widen(relaxed), RELAXED_FEATURES) },
   };
 }

@@ -927,15 +927,26 @@
   ;; as elements 4l .. 4l + 3 to lane l, so x is stored as 16-bit values in the order "even elements,
   ;; then odd elements" per 16: weights unpacked straight into 16-bit lanes by shifts (a byte's two
   ;; nibbles, a byte pair's two bytes) then meet their x in one i32x4.dot_i16x8_s each, with no
-  ;; byte-to-halfword extends. (The same lanes as a 4-byte integer dot product, e.g. relaxed SIMD's
-  ;; i32x4.relaxed_dot_i8x16_i7x16_add_s; Node 20's V8 computes that instruction wrongly, twice the
-  ;; product, so it is not used.)
+  ;; byte-to-halfword extends.
+  ;; The relaxed build has its own quantizer and dot products (one source: the build-only lines of
+  ;; scripts/wat.ts): x as 8-bit values in element order (32 bytes per block, then the i32x4 four-element
+  ;; sums of the block's two halves), and each 16 elements' products by relaxed SIMD's
+  ;; i16x8.relaxed_dot_i8x16_i7x16_s (16 multiply-adds per instruction, bytes stay bytes) with x the signed
+  ;; operand and the weights' unsigned form the 0..127 one (Q4_0 and Q4_K nibbles 0..15, Q6_K 6-bit values
+  ;; 0..63: no lane can saturate, 2 * 63 * 127 < 32767), then i32x4.extadd_pairwise_i16x8_s: lane l again
+  ;; sums elements 4l .. 4l + 3, and an offset is taken off once per block or group from x's sums (Q4_0:
+  ;; 8 sum x, Q6_K: 32 sum x), so every lane holds the same exact integer as in the plain build and the f32
+  ;; steps after it are the same: bit for bit the scalar twin's results. Q8_0 weights are signed (no 0..127
+  ;; operand; widening x's bytes in the kernel measured slower): Q8_0 keeps the 16-bit layout and kernel.
+  ;; (Not i32x4.relaxed_dot_i8x16_i7x16_add_s: Node 20's V8 (11.3, x64) computes it wrongly, twice the
+  ;; product with the accumulator ignored, while the i16x8 form is exact; checked by
+  ;; scripts/relaxed-dot-check.mjs.)
 
   ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
   ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
   ;; i16 (64 bytes per block: elements 0, 2, .. 14, then 1, 3, .. 15, then 16, 18, .. 30, then 17, 19, .. 31)
   ;; at $xq, d (f32) at $xd + 4b and the block's four lane sums (f32) at $xs + 16b.
-  (func $quantize_x (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+  (func $quantize_x16 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
     (local $e0 v128) (local $o0 v128) (local $e1 v128) (local $o1 v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
@@ -974,6 +985,41 @@
         (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
         (br $block))))
 
+  ;; relaxed-only: begin
+  ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
+  ;; block at $xq), then 32 times the block's four-element sums (i32x4: lane l = 32 (q_4l + .. + q_4l+3)) of
+  ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout): Q6_K's offsets as they are.
+  (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+    (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $b0 v128) (local $b1 v128) (local $s0 v128) (local $s1 v128)
+    (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $m (f32x4.max
+          (f32x4.max (f32x4.max (f32x4.abs (v128.load (local.get $x))) (f32x4.abs (v128.load offset=16 (local.get $x))))
+            (f32x4.max (f32x4.abs (v128.load offset=32 (local.get $x))) (f32x4.abs (v128.load offset=48 (local.get $x)))))
+          (f32x4.max (f32x4.max (f32x4.abs (v128.load offset=64 (local.get $x))) (f32x4.abs (v128.load offset=80 (local.get $x))))
+            (f32x4.max (f32x4.abs (v128.load offset=96 (local.get $x))) (f32x4.abs (v128.load offset=112 (local.get $x)))))))
+        (local.set $amax (f32.max (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
+          (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+        (local.set $d (f32.div (local.get $amax) (f32.const 127)))
+        (local.set $id (f32x4.splat (select (f32.div (f32.const 1) (local.get $d)) (f32.const 0) (f32.ne (local.get $d) (f32.const 0)))))
+        (f32.store (local.get $xd) (local.get $d))
+        (local.set $b0 (i8x16.narrow_i16x8_s (call $q16 (local.get $x) (local.get $id)) (call $q16 (i32.add (local.get $x) (i32.const 32)) (local.get $id))))
+        (local.set $b1 (i8x16.narrow_i16x8_s (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id))))
+        (v128.store (local.get $xq) (local.get $b0))
+        (v128.store offset=16 (local.get $xq) (local.get $b1))
+        (v128.store offset=32 (local.get $xq) (i32x4.shl (local.tee $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b0)))) (i32.const 5)))
+        (v128.store offset=48 (local.get $xq) (i32x4.shl (local.tee $s1 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b1)))) (i32.const 5)))
+        ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
+        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add (local.get $s0) (local.get $s1))))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+        (br $block))))
+
+  ;; relaxed-only: end
   ;; The even i16 lanes of $a then those of $b (elements 0, 2, .. 14 of the 16 in $a, $b), and the odd ones.
   (func $evens (param $a v128) (param $b v128) (result v128)
     (i8x16.shuffle 0 1 4 5 8 9 12 13 16 17 20 21 24 25 28 29 (local.get $a) (local.get $b)))
@@ -1026,6 +1072,7 @@
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $step))))
 
+  ;; plain-only: begin
   ;; Two rows of Q4_0 quants ($w0, $w1: 16 nibble bytes per block) against one quantized row of x ($xq),
   ;; their block factors at $f0, $f1 ($block_factors); each row's result is stored at $o0 / $o1. Per row
   ;; and block: s = the four lanes of the exact integer dot product, acc += f32(s) * f[b]; the result is
@@ -1069,6 +1116,47 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
     (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+
+  ;; plain-only: end
+  ;; relaxed-only: begin
+  ;; The relaxed build's two rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
+  ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
+  ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
+  ;; two halves (a quarter of the quantizer's 32 times): the plain build's lane sums of (q - 8) x, exactly.
+  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
+    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128)
+    (local $acc0 v128) (local $acc1 v128)
+    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (local.set $x0 (v128.load (local.get $xq)))
+        (local.set $x1 (v128.load offset=16 (local.get $xq)))
+        (local.set $c (i32x4.shr_s (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 2)))
+        (local.set $v (v128.load (local.get $w0)))
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (local.get $c)))
+          (v128.load32_splat (local.get $f0)))))
+        (local.set $v (v128.load (local.get $w1)))
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (local.get $c)))
+          (v128.load32_splat (local.get $f1)))))
+        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
+        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
+        (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
+        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (br $block)))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+
+  ;; relaxed-only: end
 
   ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
   ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
@@ -1139,6 +1227,10 @@
   ;; (d_x of x's block e / 32), into one accumulator in the order b, h, l, t; the result is its lane sum.
   ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
   ;; are formed in one vector and splatted lane by lane.
+  ;; The relaxed build: per group of 16, x's 16 bytes against the unsigned 6-bit values (0..63) by
+  ;; i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums (as the
+  ;; quantizer stores them): the plain build's lanes of (q - 32) x, exactly. x of group t of step (h, l): bytes at $xe + 64t, sums at
+  ;; $xe + 64t + 32 ($xe = $xq + 64 (8b + 4h) + l).
   (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
     (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32)
     (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
@@ -1172,6 +1264,7 @@
             (local.set $qa (v128.load (local.get $ql)))
             (local.set $qc (v128.load offset=32 (local.get $ql)))
             (local.set $qhi (v128.load (local.get $qh)))
+            ;; plain-only: begin
             ;; Quantized x of the 16 elements 256b + 128h + l + 32t + (0 .. 15) at $xe + 64t (even ones) and
             ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes. (Byte
             ;; fields are shifted as 16-bit lanes, masked so no bit crosses into the next byte: x86 has no
@@ -1198,6 +1291,27 @@
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=192 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=208 (local.get $xe)))))
               (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
+            ;; plain-only: end
+            ;; relaxed-only: begin
+            (local.set $xe (i32.add (local.get $xq)
+              (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=0 (local.get $xe)) (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4)))))
+              (v128.load offset=32 (local.get $xe))))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2)))))
+              (v128.load offset=96 (local.get $xe))))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qa) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30))))))
+              (v128.load offset=160 (local.get $xe))))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qc) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (i16x8.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30))))))
+              (v128.load offset=224 (local.get $xe))))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
+            ;; relaxed-only: end
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1206,14 +1320,16 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
-  ;; f32 of the four lanes of sum x_q, written by $quantize_x): sub-block s of super-block b (elements
+  ;; f32 of the four lanes of sum x_q, written by $quantize_x16 or $quantize_x8): sub-block s of super-block b (elements
   ;; 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes at $w + 128b + 32(s / 2)
   ;; for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s) (GGML's products). The 6-bit
   ;; sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale bytes (byte lanes 0..7: sc,
   ;; 8..15: m; the packing of $decode_q4_k), and the factors (d * sc_s) * d_x and (-(dmin * m_s)) * d_x
   ;; of the 8 sub-blocks go to $f (32 bytes each, 64 in all). Per sub-block the four lanes of the exact
   ;; integer sum S = q . x_q go in as acc += f32(S) * scale factor, then acc += f32(X) * min factor; the
-  ;; result is acc's lane sum.
+  ;; result is acc's lane sum. The relaxed build: per sub-block, x's 32 bytes against the (unsigned) nibbles
+  ;; by i16x8.relaxed_dot_i8x16_i7x16_s per 16, the two added (at most 4 * 15 * 127 per i16 lane) and
+  ;; widened pairwise: the plain build's lanes of q x, exactly. Sub-block 2c's x at $xe, 2c + 1's at $xe + 64.
   (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
     (param $f i32) (result f32)
     (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $fs i32) (local $xb i32) (local $hb i32) (local $ht i32)
@@ -1264,6 +1380,7 @@
         (block $chunksDone
           (loop $chunks
             (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
+            ;; plain-only: begin
             ;; As 16-bit lanes, lane i of each 16 bytes holds element 2i of sub-block 2c (bits 0..3), 2i + 1
             ;; (8..11), and the same of sub-block 2c + 1 (4..7, 12..15); bytes 16.. hold elements 16...
             (local.set $v0 (v128.load (local.get $qp)))
@@ -1274,13 +1391,31 @@
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v1) (i16x8.splat (i32.const 0x0f))) (v128.load offset=32 (local.get $xe)))
                 (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=48 (local.get $xe))))))
               (v128.load32_splat (local.get $fs)))))
+            ;; plain-only: end
+            ;; relaxed-only: begin
+            ;; Byte j of each 16 holds element j of sub-block 2c (bits 0..3) and of 2c + 1 (4..7); bytes 16.. hold elements 16...
+            (local.set $v0 (v128.load (local.get $qp)))
+            (local.set $v1 (v128.load offset=16 (local.get $qp)))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=16 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f)))))))
+              (v128.load32_splat (local.get $fs)))))
+            ;; relaxed-only: end
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (v128.load32_splat offset=32 (local.get $fs)))))
+            ;; plain-only: begin
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=64 (local.get $xe)))
                 (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v0) (i32.const 12)) (v128.load offset=80 (local.get $xe))))
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=96 (local.get $xe)))
                 (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v1) (i32.const 12)) (v128.load offset=112 (local.get $xe))))))
               (v128.load32_splat offset=4 (local.get $fs)))))
+            ;; plain-only: end
+            ;; relaxed-only: begin
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=80 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f)))))))
+              (v128.load32_splat offset=4 (local.get $fs)))))
+            ;; relaxed-only: end
             (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (v128.load32_splat offset=36 (local.get $fs)))))
             (local.set $qp (i32.add (local.get $qp) (i32.const 32)))
             (local.set $xe (i32.add (local.get $xe) (i32.const 128)))
@@ -1310,9 +1445,21 @@
       (loop $qRows
         (br_if $qDone (i32.ge_u (local.get $i) (local.get $m)))
         (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
-        (call $quantize_x (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+        ;; plain-only: begin
+        (call $quantize_x16 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
           (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
           (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))
+        ;; plain-only: end
+        ;; relaxed-only: begin
+        ;; Q8_0 (signed weights) keeps the 16-bit layout and the plain kernel; the others get x's bytes.
+        (if (i32.eq (local.get $kind) (i32.const 3))
+          (then (call $quantize_x16 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+            (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68)))))
+          (else (call $quantize_x8 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
+            (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
+            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))))
+        ;; relaxed-only: end
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
     ;; Q8_0 and Q4_0: two weight rows per trip (the last alone when N is odd).

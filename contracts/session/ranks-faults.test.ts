@@ -106,6 +106,28 @@ describe.skipIf(!present)('rank loss in a decode run', () => {
   }
 });
 
+describe.skipIf(!present)('waiting on a silent peer', () => {
+  it('[TS-dist-spin-adapt] tensor: a rank waiting on a parked peer (its progress word still) stops polling and sleeps, then sees the fence when the peer is killed', async () => {
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2));
+    await s.step(PROMPT);
+    await s.setRankFaults(1, { parkAt: 'execute' });
+    const before = s.rankSleeps(0);
+    const caught = s.step([432]).catch((e: unknown) => e);
+    expect(await s.parked(1)).toBe('execute');
+    // Rank 0 runs its first segment, then waits on rank 1's partial sum. Rank 1 bumps no progress while
+    // parked, so rank 0 polls one liveness window at most and then sleeps in fence-checked slices (a
+    // rank that kept polling would never sleep here). Polled from the event loop; no timing is asserted.
+    for (let i = 0; i < 2000 && s.rankSleeps(0) === before; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(s.rankSleeps(0)).toBeGreaterThan(before);
+    s.killRank(1);
+    const err = (await caught) as { code: string; reason: string };
+    expect([err.code, err.reason]).toEqual(['ECONNRESET', 'rank-lost']);
+    expect(s.fenced).toBe(true);
+    const survivor = (await s.inspect([0]))[0]!;
+    expect([survivor.length, survivor.epoch]).toEqual([PROMPT.length, 1]);
+  }, TIMEOUT);
+});
+
 describe.skipIf(!present)('disposal', () => {
   it('[TS-dist-rank-loss] disposing a session mid-step ends the step (EINVAL disposed) instead of leaving it waiting on ranks that are gone', async () => {
     const s = await session(PIPELINE);

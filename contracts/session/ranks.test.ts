@@ -106,6 +106,9 @@ describe.skipIf(!present)('partitions and manifests', () => {
     for (const spinMicros of [-1, Number.NaN, 1e9]) {
       await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, spinMicros }), 'EINVAL', 'bad-option');
     }
+    for (const livenessMicros of [-1, Number.NaN, 1e9]) {
+      await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, livenessMicros }), 'EINVAL', 'bad-option');
+    }
     expect(spawned).toBe(0);
   });
 

@@ -268,6 +268,9 @@ const QKV_TILE = 8;
 const NO_ROW = 0xffff_ffff;
 
 /** Cache key of a graph: token count, per-row logits, layer observation, ids source, sample op as the choice. */
+/** The chunks of a one-token step. */
+const ONE_CHUNK: readonly number[] = Object.freeze([1]);
+
 function graphKey(T: number, allRows: boolean, layers: boolean, source: IdsSource, sampled = false, range?: LayerRange): string {
   return `${T}${allRows ? ':rows' : ''}${layers ? ':layers' : ''}${source === 'ids' ? '' : `:${source}`}${sampled ? ':sample' : ''}${range === undefined ? '' : `:L${range.first}-${range.end}${range.phase ?? ''}`}`;
 }
@@ -587,6 +590,8 @@ export class LlamaForward {
   readonly #rowLogits: Allocation;
   readonly #rowNext: Allocation;
   readonly #graphs = new Map<string, GraphEntry>();
+  /** #chainGraph's single-token entries of #graphs: [staged, staged sampled, device, device sampled]. */
+  readonly #singleGraphs: (GraphEntry | undefined)[] = [undefined, undefined, undefined, undefined];
   /** Observation buffer [nLayers * maxBatch, dim] in the state group; allocated by the first `layers` run. */
   #hidden: Allocation | undefined;
   /** Fused list, cache longer than one split: positions per split and the partials [1, heads, splits, headDim + 2]. */
@@ -1173,6 +1178,7 @@ export class LlamaForward {
   dispose(): void {
     for (const { graph } of this.#graphs.values()) graph.dispose();
     this.#graphs.clear();
+    this.#singleGraphs.fill(undefined);
     // Chain members still unsettled stop being observed; the runtime releases what they carry (the group,
     // with the newest one) once each is decided, or retains it if one cannot be proven.
     for (const m of this.#unsettled) m.handle.dispose();
@@ -1211,12 +1217,16 @@ export class LlamaForward {
     // Graphs are compiled while the group is in hand (compiling adds alias descriptors to it); a chain
     // starts only from there, so the single-token graphs exist before any member needs them mid-chain.
     const source: IdsSource = tokens === undefined ? 'device' : 'staged';
-    const chunks: number[] = [];
-    for (let at = 0; at < n; at += this.maxBatch) chunks.push(Math.min(this.maxBatch, n - at));
+    let chunks = ONE_CHUNK;
+    if (n > 1) {
+      const sizes: number[] = [];
+      for (let at = 0; at < n; at += this.maxBatch) sizes.push(Math.min(this.maxBatch, n - at));
+      chunks = sizes;
+    }
     // The choice: argmax, or the sample op (its options travel in the step's uniform).
     const choice = options.choice?.kind === 'sample' ? options.choice : undefined;
     const sampled = choice !== undefined;
-    if (this.#tail !== undefined && chunks.some((T) => !this.#graphs.has(graphKey(T, false, false, source, sampled)))) {
+    if (this.#tail !== undefined && chunks.some((T) => this.#chainGraph(T, source, sampled) === undefined)) {
       // A graph this step needs does not exist yet (a first sampled step on a chain of greedy ones): the
       // chain ends so that the group is in hand to compile it.
       const failure = await this.reclaim();
@@ -1224,13 +1234,15 @@ export class LlamaForward {
     }
     if (this.#tail === undefined) {
       const group = this.#live(op);
-      for (const T of new Set([1, ...chunks])) this.#graphFor(T, false, false, 'staged', group, sampled);
-      this.#graphFor(1, false, false, 'device', group, sampled);
+      for (const T of chunks === ONE_CHUNK ? chunks : new Set([1, ...chunks])) {
+        if (this.#chainGraph(T, 'staged', sampled) === undefined) this.#graphFor(T, false, false, 'staged', group, sampled);
+      }
+      if (this.#chainGraph(1, 'device', sampled) === undefined) this.#graphFor(1, false, false, 'device', group, sampled);
     }
     let last: Member | undefined;
     for (let c = 0, at = 0; c < chunks.length; at += chunks[c++]!) {
       const T = chunks[c]!;
-      const entry = this.#graphs.get(graphKey(T, false, false, source, sampled))!;
+      const entry = this.#chainGraph(T, source, sampled)!;
       const ids: StepValues = tokens === undefined || n > 1 ? { pos: pos0 + at, at } : { pos: pos0, token: tokens[0]! };
       const step: StepValues = choice === undefined ? ids : { ...ids, temperature: choice.temperature, topP: choice.topP, seed: choice.seed };
       const readback = options.readback && at + T >= n ? [{ slot: this.#next, offset: 0, count: 1 }] : undefined;
@@ -1278,10 +1290,21 @@ export class LlamaForward {
   async readLogits(): Promise<StepResult> {
     const op = 'forward.readLogits';
     const group = this.#live(op);
-    using lv = group.view<'f32'>(this.#logits.slot);
-    const logits = await lv.toArray();
-    using nv = group.view<'u32'>(this.#next);
-    const next = await nv.toArray();
+    // try/finally rather than `using` (no lowered disposal stack per decode step); the same releases.
+    const lv = group.view<'f32'>(this.#logits.slot);
+    let logits: Float32Array;
+    try {
+      logits = await lv.toArray();
+    } finally {
+      lv[Symbol.dispose]();
+    }
+    const nv = group.view<'u32'>(this.#next);
+    let next: Uint32Array;
+    try {
+      next = await nv.toArray();
+    } finally {
+      nv[Symbol.dispose]();
+    }
     return { logits, argmax: next[0]!, argmaxRows: Array.from(next), rowLogits: logits };
   }
 
@@ -1322,6 +1345,21 @@ export class LlamaForward {
     this.#tail = member;
     this.#unsettled.add(member);
     return member;
+  }
+
+  /**
+   * The chained-mode graph of T rows (whole-model, last row only), if compiled. Single-token graphs are
+   * found again without building their key (one lookup per decode step).
+   */
+  #chainGraph(T: number, source: IdsSource, sampled: boolean): GraphEntry | undefined {
+    if (T !== 1) return this.#graphs.get(graphKey(T, false, false, source, sampled));
+    const at = (source === 'device' ? 2 : 0) + (sampled ? 1 : 0);
+    let entry = this.#singleGraphs[at];
+    if (entry === undefined) {
+      entry = this.#graphs.get(graphKey(1, false, false, source, sampled));
+      this.#singleGraphs[at] = entry;
+    }
+    return entry;
   }
 
   /** Stops observing a member whose successor covers it (its outcome carries nothing of ours). */

@@ -880,7 +880,9 @@ export class TextSession {
     if (this.#lane !== undefined) throw new TenonError('EBUSY', 'a prediction lane is open', { op, reason: 'lane-open' });
     this.#busy = true;
     try {
-      await this.#dropAhead(op, keep);
+      // Most steps have nothing ahead to drop: no extra async hop then.
+      const ahead = this.#ahead;
+      if (ahead !== undefined && ahead.owner !== keep) await this.#dropAhead(op, keep);
       return await work();
     } finally {
       this.#busy = false;
@@ -925,8 +927,9 @@ export class TextSession {
   }
 
   /** Installs a committed transaction: the only place a step's result becomes visible. */
-  #publish(committed: number[]): void {
-    this.#tokens = committed;
+  #publish(tokens: readonly number[], count: number): void {
+    // Appended in place (the history is never handed out by reference): no copy of it per step.
+    for (let i = 0; i < count; i++) this.#tokens.push(tokens[i]!);
     this.#lastOutcome = 'committed';
     this.#advance();
   }
@@ -1026,7 +1029,10 @@ export class TextSession {
         if (forward.mode === 'chained' && !layers) {
           const step = await forward.enqueue({ kind: 'tokens', tokens }, start, { readback: !logits });
           const readback = await forward.settle(step);
-          if (logits) return { ...(await forward.readLogits()), layers: undefined, layerTokens: tokens };
+          if (logits) {
+            const r = await forward.readLogits();
+            return { logits: r.logits, argmax: r.argmax, rowLogits: r.rowLogits, argmaxRows: r.argmaxRows, layers: undefined, layerTokens: tokens };
+          }
           return chosenOnly(readback, tokens);
         }
         let result: StepResult | undefined;
@@ -1051,13 +1057,22 @@ export class TextSession {
       const epoch = ++this.#epoch;
       const start = this.length;
       let phase: StepPhase = 'checkpoint';
-      const gate = async (p: StepPhase): Promise<void> => {
+      const refuse = (p: StepPhase): never => {
+        throw new TenonError('ECANCELED', `no agreement on ${p}`, { op, reason: 'no-agreement' });
+      };
+      // A synchronous answer (a single rank's) is taken as it is: no promise per phase.
+      const gate = (p: StepPhase): Promise<void> | undefined => {
         phase = p;
         if (this.#failAt === p) {
           this.#failAt = undefined;
           throw new TenonError('EIO', `injected failure in ${p}`, { op, reason: 'injected' });
         }
-        if (!(await this.#agreement.agree(epoch, p))) throw new TenonError('ECANCELED', `no agreement on ${p}`, { op, reason: 'no-agreement' });
+        const agreed = this.#agreement.agree(epoch, p);
+        if (agreed === true) return undefined;
+        if (agreed === false) refuse(p);
+        return Promise.resolve(agreed).then((ok) => {
+          if (!ok) refuse(p);
+        });
       };
       try {
         await gate('checkpoint');
@@ -1067,10 +1082,9 @@ export class TextSession {
         const observed = this.#observe(epoch, start, tokens, executed, plan.commit);
         await gate('publish');
         if (observed.count < plan.rows) await this.#zeroRows(start + observed.count, start + plan.rows);
-        const committed = [...this.#tokens, ...tokens.slice(0, observed.count)];
         await gate('complete');
-        this.#publish(committed);
-        return { epoch, length: committed.length, tokens: tokens.slice(0, observed.count), logits: observed.logits, argmax: observed.argmax };
+        this.#publish(tokens, observed.count);
+        return { epoch, length: this.#tokens.length, tokens: tokens.slice(0, observed.count), logits: observed.logits, argmax: observed.argmax };
       } catch (err) {
         // A step submitted ahead (this transaction's own, not adopted yet, or the next one) goes with it.
         const ahead = this.#ahead;

@@ -219,12 +219,18 @@ export class TensorView<D extends DType = DType> implements TensorReadApi<D> {
   }
 
   async toArray(): Promise<ArrayOf<D>> {
-    using prepared = await this.prepareHost();
-    if (prepared.kind === 'contiguous') return prepared.asArray().slice() as ArrayOf<D>;
-    const out = newArray(prepared.layout.dtype, prepared.layout.size) as ArrayOf<D>;
-    let i = 0;
-    for (const c = prepared.cursor(); !c.done; c.advance()) out[i++] = c.array[c.index]!;
-    return out;
+    // try/finally rather than `using`: the same release on every exit, without the lowered disposal
+    // stack per call (a decode step reads its logits through here).
+    const prepared = await this.prepareHost();
+    try {
+      if (prepared.kind === 'contiguous') return prepared.asArray().slice() as ArrayOf<D>;
+      const out = newArray(prepared.layout.dtype, prepared.layout.size) as ArrayOf<D>;
+      let i = 0;
+      for (const c = prepared.cursor(); !c.done; c.advance()) out[i++] = c.array[c.index]!;
+      return out;
+    } finally {
+      prepared[Symbol.dispose]();
+    }
   }
 
   async duplicate(): Promise<Tensor<D>> {

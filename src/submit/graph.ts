@@ -91,6 +91,10 @@ export interface GraphStats {
 interface HostStep {
   readonly epoch: number;
   readonly dispatches: readonly ResolvedHostDispatch[];
+  /** Scratch bytes the dispatches with static params need (derived once). */
+  readonly staticScratch: number;
+  /** Indices of the dispatches with per-step params (their scratch is sized per replay). */
+  readonly dynamic: readonly number[];
 }
 
 /** What the graphs of one runtime created, counted on that runtime (RuntimeStats). */
@@ -393,7 +397,13 @@ export class CompiledGraph implements Program {
         for (let j = 0; j < states.length; j++) checkDecl(states[j]!, d.refs[j]!, op);
         return host.resolve(d.spec.kernel as never, states);
       });
-      prepared = Object.freeze({ epoch, dispatches: Object.freeze(dispatches) });
+      let staticScratch = 0;
+      const dynamic: number[] = [];
+      this.#dispatches.forEach((d, i) => {
+        if (d.dynamic) dynamic.push(i);
+        else staticScratch = Math.max(staticScratch, host.scratchOf(dispatches[i]!, d.spec.params as never));
+      });
+      prepared = Object.freeze({ epoch, dispatches: Object.freeze(dispatches), staticScratch, dynamic: Object.freeze(dynamic) });
       this.#hostStep = prepared;
       this.#hostStepPrepares++;
     } else {
@@ -415,12 +425,16 @@ export class CompiledGraph implements Program {
     ));
     this.#replays++;
     const resolved = prepared.dispatches;
+    const { staticScratch, dynamic } = prepared;
     return {
       dispatches: resolved.length,
       outputs,
       run: () => {
         // Scratch first (it may grow the memory); addresses stay valid, scalar arrays are re-derived.
-        host.reserve(resolved, params);
+        // Only the per-step params can change the size: the static part was derived with the step.
+        let bytes = staticScratch;
+        for (let j = 0; j < dynamic.length; j++) bytes = Math.max(bytes, host.scratchOf(resolved[dynamic[j]!]!, params[dynamic[j]!]!));
+        host.reserveBytes(bytes);
         for (let i = 0; i < resolved.length; i++) host.runResolved(resolved[i]!, params[i]!);
       },
     };

@@ -34,7 +34,7 @@ import { ENDPOINT, createRing, settleEndpoint, wakeRing } from '../../dataplane/
 import type { HostKernelChoice } from '../../submit/index.js';
 import { checkPartition, communicationManifest } from './partition.js';
 import type { ArchitecturePartition, CheckedPartition, CommunicationManifest } from './partition.js';
-import { CMD, CTRL, DEFAULT_SPIN_MICROS, MAX_SPIN_MICROS, MAX_TRACE_STEPS, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, controlWords, phaseIndex, pickGreedy, rankBase, roundFailure, traceLayout } from './protocol.js';
+import { CMD, CTRL, DEFAULT_SPIN_MICROS, LIVENESS_MICROS, MAX_SPIN_MICROS, MAX_TRACE_STEPS, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, controlWords, phaseIndex, pickGreedy, rankBase, roundFailure, traceLayout } from './protocol.js';
 import type { RankCounters, RankDevice, RankFaults, RankInit, RankPhase, RankReply, RankRequest, RankState, RankStepTrace } from './protocol.js';
 import { rankWeights } from './weights.js';
 import type { DenseWeights } from './weights.js';
@@ -67,6 +67,13 @@ export interface PartitionedSessionOptions {
    * (µs, 0..10000; default 60). Polling trades a core's idle time for the sleep/wake latency; 0 never polls.
    */
   readonly spinMicros?: number;
+  /**
+   * How long a waiting rank keeps polling past its spin bound after a peer last showed progress (µs,
+   * 0..10000; default 200, protocol.ts LIVENESS_MICROS): a rank whose peer is computing what it waits for
+   * polls until the peer delivers instead of sleeping; a dead, parked or descheduled peer stops the polling
+   * within this long. 0 turns the rule off (the spin bound alone decides); ignored when spinMicros is 0.
+   */
+  readonly livenessMicros?: number;
   /**
    * Benchmarks: every rank records, for each of its last `traceSteps` committed steps, when it saw the
    * command, started and ended its forward pass, saw the commit decision, and entered and left each
@@ -258,6 +265,10 @@ export class PartitionedSession {
     if (typeof spinMicros !== 'number' || !Number.isFinite(spinMicros) || spinMicros < 0 || spinMicros > MAX_SPIN_MICROS) {
       throw new TenonError('EINVAL', `spinMicros must be 0..${MAX_SPIN_MICROS}`, { op: OP, reason: 'bad-option' });
     }
+    const livenessMicros = options.livenessMicros ?? LIVENESS_MICROS;
+    if (typeof livenessMicros !== 'number' || !Number.isFinite(livenessMicros) || livenessMicros < 0 || livenessMicros > MAX_SPIN_MICROS) {
+      throw new TenonError('EINVAL', `livenessMicros must be 0..${MAX_SPIN_MICROS}`, { op: OP, reason: 'bad-option' });
+    }
     const traceSteps = options.traceSteps ?? 0;
     if (!Number.isSafeInteger(traceSteps) || traceSteps < 0 || traceSteps > MAX_TRACE_STEPS) {
       throw new TenonError('EINVAL', `traceSteps must be an integer 0..${MAX_TRACE_STEPS}`, { op: OP, reason: 'bad-option' });
@@ -302,6 +313,7 @@ export class PartitionedSession {
             kernels: options.hostKernels ?? 'auto',
             device: devices[r]!,
             spinMicros,
+            livenessMicros,
             sharedClassifier: shared ? checked.plans.map((p) => [p.vocabStart, p.vocabEnd] as const) : [],
             trace,
             traceSteps,
@@ -495,6 +507,11 @@ export class PartitionedSession {
   /** Test seam: terminates rank `rank`'s worker from outside (the session learns of it like any loss). */
   killRank(rank: number): void {
     this.#handles[rank]!.terminate();
+  }
+
+  /** Test seam: futex sleeps rank `rank` began inside steps so far (RANK_WORD.SLEEPS; read without a message). */
+  rankSleeps(rank: number): number {
+    return Atomics.load(this.#ctrl, rankBase(this.maxBatch, rank) + RANK_WORD.SLEEPS);
   }
 
   /** Resolves with the phase where rank `rank` parked itself (RankFaults.parkAt). */

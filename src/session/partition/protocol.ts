@@ -50,7 +50,7 @@ export const CTRL = {
 } as const;
 
 /** Words per rank block, after the tokens. */
-export const RANK_WORDS = 8;
+export const RANK_WORDS = 9;
 /** Word offsets inside a rank block. */
 export const RANK_WORD = {
   VOTE_PHASE: 0,
@@ -72,6 +72,21 @@ export const RANK_WORD = {
    * claims its own rows first, then helps the other ranks with theirs (rank.ts claimClassifierRows).
    */
   CLAIMED: 6,
+  /**
+   * The rank's liveness counter: bumped (Atomics.store of the next value, wrapping) before every dispatch
+   * of its host forward pass, after every activation exchange and with every vote. A rank waiting on a peer
+   * keeps polling while a peer's counter moves (the peer is on its core and computing what the waiter needs)
+   * and sleeps once no peer's counter moved for a liveness window (rank.ts Spinner): a dead, parked or
+   * preempted peer stops it. Never read for a decision: only for how to wait.
+   */
+  PROGRESS: 7,
+  /**
+   * Futex sleeps the rank began inside steps (ring and decision waits; Atomics.add before each
+   * Atomics.wait) after a poll that ran its course (its bound, or the liveness window), not after one cut
+   * short by a preemption: how a test sees, without a message, that a rank waiting on a silent peer
+   * stopped polling because the peer was silent.
+   */
+  SLEEPS: 8,
 } as const;
 
 /**
@@ -152,6 +167,8 @@ export interface RankInit {
   readonly device: RankDevice;
   /** How long the rank polls a ring, decision or command word before it sleeps on it (µs; 0: never polls). */
   readonly spinMicros: number;
+  /** How long past the spin bound a rank polls after a peer last showed progress (µs; 0: never past the bound). */
+  readonly livenessMicros: number;
   /**
    * Tensor partitions of more than one rank: every rank's classifier rows [vocabStart, vocabEnd) in rank
    * order, claimed in chunks by any rank (RANK_WORD.CLAIMED); the rank then holds the whole classifier.
@@ -228,6 +245,14 @@ export const DEFAULT_SPIN_MICROS = 60;
 export const MAX_SPIN_MICROS = 10_000;
 /** Smallest adaptive spin (µs): what long waits shrink the bound to. */
 export const SPIN_FLOOR_MICROS = 8;
+/**
+ * Default liveness window (µs; PartitionedSessionOptions.livenessMicros): past its adaptive bound a waiting
+ * rank keeps polling only while some peer's RANK_WORD.PROGRESS moved within this long. Longer than one
+ * dispatch of a rank's forward pass at the shapes the partitions run (the longest, a classifier chunk at
+ * dim 288, takes ~40 µs on one core), so a computing peer shows progress within it; short enough that a
+ * dead or descheduled peer costs one window of polling before the waiter sleeps (fence-checked slices).
+ */
+export const LIVENESS_MICROS = 200;
 /** A wait longer than this multiple of spinMicros means the peer was off its core: the bound shrinks. */
 export const SPIN_LONG_WAIT = 2;
 

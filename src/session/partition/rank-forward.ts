@@ -35,6 +35,8 @@ export interface RankLinks {
   readonly sharedClassifier: boolean;
   /** Shared classifier: the next chunk [start, end) of rows (vocabulary indices) to compute, or undefined when all are claimed. */
   claimClassifierRows(): readonly [number, number] | undefined;
+  /** Called before every dispatch: the rank shows its peers that it is computing (protocol.ts RANK_WORD.PROGRESS). */
+  progress(): void;
 }
 
 const BLOCK = 64;
@@ -243,7 +245,10 @@ export class RankForward {
     const hb2 = this.#hb2.subarray(0, T * ffn);
     const hb3 = this.#hb3.subarray(0, T * ffn);
     const eps = c.rmsEps;
-    const run = (kernel: unknown, params: unknown, arrays: readonly (Float32Array | Uint32Array)[]): void => this.#run(kernel, params, arrays);
+    const run = (kernel: unknown, params: unknown, arrays: readonly (Float32Array | Uint32Array)[]): void => {
+      links.progress();
+      this.#run(kernel, params, arrays);
+    };
     if (p.embeds) {
       const ids = this.#ids.subarray(0, T);
       for (let i = 0; i < T; i++) ids[i] = tokens[i]!;

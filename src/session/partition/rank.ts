@@ -16,13 +16,31 @@ import { argmax } from '../../submit/index.js';
 import { DeviceRankForward } from './device-forward.js';
 import { RankForward } from './rank-forward.js';
 import type { RankLinks } from './rank-forward.js';
-import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, pickGreedy, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
+import { CLASSIFIER_CHUNK_ROWS, CMD, CTRL, RANK_PHASES, SPIN_FLOOR_MICROS, RANK_WORD, TRACE_STEP, VERDICT, VOTE, nextSpinBound, phaseIndex, pickGreedy, rankBase, roundFailure, traceExchangeBound, traceLayout } from './protocol.js';
 import type { RankCounters, RankFaults, RankInit, RankMessage, RankPhase, RankReply, RankRequest, RankState, ShardHeader, WireError } from './protocol.js';
 
 /** Longest single Atomics.wait before the fence is rechecked (ms). */
 const WAIT_SLICE_MS = 20;
 /** Polls between clock reads while spinning (RankInit.spinMicros bounds the spin). */
 const SPIN_CHECK_EVERY = 64;
+/**
+ * A gap this long between two clock reads of one poll (µs; they are normally well under a microsecond
+ * apart) means the thread lost its core while polling: other threads want the cores, and a thread that
+ * polls through its time slice then waits for the scheduler instead of being woken at once. The bound
+ * then drops to SPIN_FLOOR_MICROS (and grows back by nextSpinBound and caught polls).
+ */
+const PREEMPTED_MICROS = 50;
+/**
+ * Polling past the bound (the liveness rule) needs this many waits in a row without a preemption seen; each
+ * preemption doubles the need (up to CALM_MAX) and each wait the liveness rule caught halves it back.
+ */
+const CALM_MIN = 16;
+const CALM_MAX = 1024;
+/**
+ * Longest poll past the bound however busy the peer (µs): a tensor rank's segments take a few hundred µs,
+ * while a pipeline rank can wait on its predecessor's whole forward pass; past this the rank sleeps.
+ */
+const LIVENESS_CAP_MICROS = 2000;
 /**
  * After a step, how long a rank blocks on the command word for the next step (ms) before it goes back to
  * its event loop (where control requests are served): a decode loop issues the next step well within this.
@@ -33,29 +51,88 @@ const NEXT_STEP_WAIT_MS = 4;
  * Bounded, adaptive polling before a futex sleep (the way adaptive mutexes spin). The bound starts at the
  * session's spinMicros; a wait the poll caught doubles it back towards spinMicros; after a sleep,
  * protocol.ts nextSpinBound: a wait spinMicros would have caught grows it, a wait far longer (the peer was
- * off its core) halves it. So on idle cores a rank polls through the peer's lead, and on a loaded machine,
- * where the peer is waiting for a core rather than computing, a rank stops holding a core it cannot use.
+ * off its core) halves it. Past the bound the rank keeps polling while a peer is visibly working (its
+ * RANK_WORD.PROGRESS moved within the session's livenessMicros; at most LIVENESS_CAP_MICROS): on idle cores a
+ * rank then never pays a futex wake-up while its peer computes what it waits for, and on a loaded machine,
+ * where the peer is waiting for a core rather than computing, its counter stops and the rank stops holding
+ * a core it cannot use. A poll that sees its thread preempted (PREEMPTED_MICROS) ends at once, and the
+ * rule then waits for CALM_MIN or more waits in a row without one: on contended cores the ranks sleep and
+ * are woken (with the scheduler's wake-up preference) instead of polling through their slices. The fence
+ * is rechecked at every liveness check: a spin ends within one window of a fence or of a peer's death,
+ * and the caller then sees the fence or sleeps in fence-checked slices.
  */
 class Spinner {
   readonly #max: number;
+  readonly #window: number;
+  readonly #progress: () => number;
+  readonly #fenced: () => boolean;
   #bound: number;
   #t0 = 0;
-  constructor(maxMicros: number) {
+  /** The peers' progress last seen, and when it was last seen to move (ms). */
+  #seen = 0;
+  #moved = -Infinity;
+  /** Waits in a row without a preemption seen, and how many the liveness rule needs. */
+  #calm = 0;
+  #need = CALM_MIN;
+  /** The last spin that returned false ended on a preemption (not on its bound or the liveness window). */
+  preempted = false;
+  constructor(maxMicros: number, livenessMicros: number, progress: () => number, fenced: () => boolean) {
     this.#max = maxMicros;
     this.#bound = maxMicros;
+    this.#window = livenessMicros / 1000;
+    this.#progress = progress;
+    this.#fenced = fenced;
   }
 
-  /** Polls `a[i]` within the current bound; true once it no longer holds `v` (then the wait is over). */
+  #watch(t: number): void {
+    const p = this.#progress();
+    if (p !== this.#seen) {
+      this.#seen = p;
+      this.#moved = t;
+    }
+  }
+
+  /**
+   * Polls `a[i]` while it holds `v`: within the current bound, then as long as a peer's progress moved
+   * within the liveness window. True once the word moved or the session is fenced (the caller rechecks
+   * both); false when the caller should sleep.
+   */
   spin(a: Int32Array, i: number, v: number): boolean {
-    this.#t0 = performance.now();
+    const t0 = performance.now();
+    this.#t0 = t0;
+    this.preempted = false;
     if (this.#max <= 0) return Atomics.load(a, i) !== v;
-    const until = this.#t0 + this.#bound / 1000;
+    this.#watch(t0);
+    const until = t0 + this.#bound / 1000;
+    let last = t0;
+    let extended = false;
     for (let n = 1; ; n++) {
       if (Atomics.load(a, i) !== v) {
         this.#bound = Math.min(this.#max, this.#bound * 2);
+        this.#calm++;
+        if (extended) this.#need = Math.max(CALM_MIN, this.#need / 2);
         return true;
       }
-      if (n % SPIN_CHECK_EVERY === 0 && performance.now() > until) return false;
+      if (n % SPIN_CHECK_EVERY === 0) {
+        const t = performance.now();
+        if ((t - last) * 1000 > PREEMPTED_MICROS) {
+          this.#calm = 0;
+          this.#need = Math.min(CALM_MAX, this.#need * 2);
+          this.#bound = SPIN_FLOOR_MICROS;
+          this.preempted = true;
+          return false;
+        }
+        last = t;
+        if (t > until) {
+          if (this.#fenced()) return true;
+          this.#watch(t);
+          if (this.#calm < this.#need || t - this.#moved > this.#window || (t - until) * 1000 > LIVENESS_CAP_MICROS) {
+            this.#calm++;
+            return false;
+          }
+          extended = true;
+        }
+      }
     }
   }
 
@@ -134,6 +211,8 @@ export class Rank implements RankLinks {
   readonly #spinner: Spinner;
   /** Polling for the coordinator's next step: adapts on its own, as the coordinator needs a core to issue it. */
   readonly #nextStep: Spinner;
+  /** The last value stored into this rank's RANK_WORD.PROGRESS. */
+  #progressCount = 0;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -158,8 +237,18 @@ export class Rank implements RankLinks {
     for (const { to, ring } of init.outgoing) this.#writers.set(to, new RingWriter(ring, init.incarnation, 0));
     for (const { from, ring } of init.incoming) this.#readers.set(from, new RingReader(ring, init.incarnation, 0));
     this.#scratch = new Float32Array(init.maxBatch * init.weights.config.dim);
-    this.#spinner = new Spinner(init.spinMicros);
-    this.#nextStep = new Spinner(init.spinMicros);
+    const peers = Array.from({ length: init.ranks }, (_, r) => r)
+      .filter((r) => r !== init.rank)
+      .map((r) => rankBase(init.maxBatch, r) + RANK_WORD.PROGRESS);
+    const progress = (): number => {
+      let sum = 0;
+      for (const w of peers) sum = (sum + Atomics.load(this.#ctrl, w)) | 0;
+      return sum;
+    };
+    const fenced = (): boolean => this.#fenced();
+    this.#spinner = new Spinner(init.spinMicros, init.livenessMicros, progress, fenced);
+    // The next step comes from the coordinator, which bumps no progress word: the plain bounded poll.
+    this.#nextStep = new Spinner(init.spinMicros, 0, () => 0, fenced);
     const layout = traceLayout(init.weights.config.layers, init.traceSteps, init.ranks);
     this.#trace = init.trace === undefined ? undefined : new Float64Array(init.trace, init.rank * layout.region * Float64Array.BYTES_PER_ELEMENT, layout.region);
     this.#traceStride = layout.stride;
@@ -202,11 +291,18 @@ export class Rank implements RankLinks {
 
   /** One fence-checked futex slice on `a[i]` after a failed spin; adapts the spin once the word moved. */
   #sleep(a: Int32Array, i: number, v: number): void {
+    if (!this.#spinner.preempted) Atomics.add(this.#ctrl, this.#base + RANK_WORD.SLEEPS, 1);
     this.#spinner.slept(Atomics.wait(a, i, v, WAIT_SLICE_MS) === 'timed-out');
   }
 
   get stateful(): boolean {
     return this.#init.weights.plan.stateful;
+  }
+
+  /** Bumps this rank's liveness counter (RANK_WORD.PROGRESS): before each dispatch, after each exchange, with each vote. */
+  progress(): void {
+    this.#progressCount = (this.#progressCount + 1) | 0;
+    Atomics.store(this.#ctrl, this.#base + RANK_WORD.PROGRESS, this.#progressCount);
   }
 
   // ----- links (RankLinks): SAB rings, blocking in fence-checked slices -----
@@ -307,6 +403,7 @@ export class Rank implements RankLinks {
   }
 
   #counted(t0: number): void {
+    this.progress();
     const t1 = performance.now();
     this.#exchanges++;
     this.#exchangeMicros += (t1 - t0) * 1000;
@@ -334,6 +431,7 @@ export class Rank implements RankLinks {
 
   #vote(phase: RankPhase, epoch: number, status: boolean | 'refused'): void {
     const c = this.#ctrl;
+    this.progress();
     Atomics.store(c, this.#base + RANK_WORD.VOTE_PHASE, phaseIndex(phase));
     Atomics.store(c, this.#base + RANK_WORD.VOTE_EPOCH, epoch + (this.#faults.voteEpochSkew ?? 0));
     Atomics.store(c, this.#base + RANK_WORD.VOTE_OK, status === 'refused' ? VOTE.REFUSED : status ? VOTE.OK : VOTE.FAILED);

@@ -20,24 +20,27 @@ export function checkOperands(op: string, bindings: readonly OpBinding[], operan
   if (!Array.isArray(operands) || operands.length !== bindings.length) {
     fail(op, 'operand-count', `expects ${bindings.length} operands (${bindings.map((b) => b.name).join(', ')})`);
   }
-  bindings.forEach((binding, i) => {
+  // Plain loops: recorded graphs run this for every per-step dispatch of every replay.
+  for (let i = 0; i < bindings.length; i++) {
+    const binding = bindings[i]!;
     const operand = operands[i]!;
     if (!binding.dtypes.includes(operand.dtype)) {
       fail(op, 'dtype-mismatch', `${binding.name} must be ${binding.dtypes.join(' or ')}, got ${operand.dtype}`, { operand: binding.name });
     }
     if (!operand.contiguous) fail(op, 'not-contiguous', `${binding.name} must be contiguous`, { operand: binding.name });
+    const shape = operand.shape;
     let size = 1;
-    for (const d of operand.shape) size *= d;
+    for (let j = 0; j < shape.length; j++) size *= shape[j]!;
     if (size > MAX_U32_INDEX) fail(op, 'shape-mismatch', `${binding.name} has more elements than a u32 index reaches`, { operand: binding.name });
-  });
+  }
 }
 
 /** Checks that operand `name` has exactly `expected` as its shape. */
 export function checkShape(op: string, name: string, operand: OpOperand, expected: readonly number[]): void {
   const shape = operand.shape;
-  if (shape.length !== expected.length || shape.some((d, i) => d !== expected[i])) {
-    fail(op, 'shape-mismatch', `${name} must have shape [${expected.join(', ')}], got [${shape.join(', ')}]`, { operand: name });
-  }
+  let same = shape.length === expected.length;
+  for (let i = 0; same && i < shape.length; i++) same = shape[i] === expected[i];
+  if (!same) fail(op, 'shape-mismatch', `${name} must have shape [${expected.join(', ')}], got [${shape.join(', ')}]`, { operand: name });
 }
 
 /** Checks that operand `name` holds exactly `count` elements (any shape). */
@@ -115,7 +118,7 @@ export function packParams(bytes: number, fields: readonly ParamField[]): ArrayB
 /** Product of a shape's extents. */
 export function sizeOf(shape: readonly number[]): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i]!;
   return n;
 }
 

@@ -49,6 +49,7 @@ export const kvWrite: OpDef<KvWriteParams, readonly [src: Float32Array, cache: F
     return linearDispatch('kv_write', p.count * p.width, LINEAR_WORKGROUP, limits);
   },
   host(p, [src, cache]) {
-    cache.set(src.subarray(0, p.count * p.width), p.pos0 * p.width);
+    const n = p.count * p.width;
+    cache.set(src.length === n ? src : src.subarray(0, n), p.pos0 * p.width);
   },
 };

@@ -49,9 +49,13 @@ function makeQGather(kind: PackedKind): OpDef<QGatherParams, QGatherArrays> {
     { name: 'w', access: 'read', dtypes: kind === 'F32' ? ['f32', 'u32'] : U32 },
     { name: 'out', access: 'read_write', dtypes: F32 },
   ];
+  // The last layout derived (a model gathers rows of one length): found again without deriving it.
+  let last: PackedRowLayout | undefined;
   const layoutOf = (p: QGatherParams): PackedRowLayout => {
+    if (last !== undefined && last.k === p.dim) return last;
     try {
-      return packedRowLayout(kind, p.dim, `ops.${name}`);
+      last = packedRowLayout(kind, p.dim, `ops.${name}`);
+      return last;
     } catch (err) {
       if (err instanceof TenonError && err.reason === 'bad-param') rejectParam(name, 'dim', `dim = ${String(p.dim)} is not a whole number of ${kind} blocks`);
       throw err;

@@ -155,7 +155,9 @@ export class HostExecutor {
       r.counts[0]++;
       return;
     }
-    const buffer = r.states.length === 0 ? undefined : liveHostArray(r.states[0]!).buffer;
+    // The buffer liveHostArray would give, read without deriving an array.
+    const first = r.states.length === 0 ? undefined : r.states[0]!;
+    const buffer = first === undefined ? undefined : first.memory === undefined ? first.array.buffer : first.memory.buffer;
     if (r.arrays === undefined || r.buffer !== buffer) {
       r.arrays = r.states.map(liveHostArray);
       r.buffer = buffer;
@@ -177,15 +179,18 @@ export class HostExecutor {
     this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
   }
 
-  /** prepare() for resolved dispatches and their params of one replay. */
-  reserve(dispatches: readonly ResolvedHostDispatch[], params: readonly never[]): void {
+  /** Scratch bytes one resolved dispatch needs with these params (0 on the scalar path). */
+  scratchOf(r: ResolvedHostDispatch, params: never): number {
+    return r.impl === undefined ? 0 : r.impl.scratchBytes(params);
+  }
+
+  /**
+   * prepare() for resolved dispatches of one replay, given the largest scratchOf() of its dispatches
+   * and params; call before taking any array.
+   */
+  reserveBytes(bytes: number): void {
     const memory = this.#memory;
     if (memory === undefined) return;
-    let bytes = 0;
-    for (let i = 0; i < dispatches.length; i++) {
-      const impl = dispatches[i]!.impl;
-      if (impl !== undefined) bytes = Math.max(bytes, impl.scratchBytes(params[i]!));
-    }
     this.#scratch = bytes > 0 ? memory.scratch(bytes, 'runtime.run') : 0;
   }
 

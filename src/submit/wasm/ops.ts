@@ -79,6 +79,14 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
   const half = p.headDim / 2;
   const neox = p.style === 'neox';
   const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
+  // Every rope dispatch of a decode step (q and k of each layer) asks for the same plain table: the
+  // last one is kept and copied (the scratch itself is shared with other kernels, so it is not reused).
+  const plain = p.freqFactors === undefined;
+  const last = lastRopeTable;
+  if (plain && last !== undefined && last.freq === freq && last.pos0 === p.pos0 && last.count === p.count && last.neox === neox) {
+    out.set(last.values);
+    return;
+  }
   for (let t = 0; t < p.count; t++) {
     const cos = 2 * t * p.headDim;
     const sin = cos + p.headDim;
@@ -97,7 +105,15 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
       }
     }
   }
+  if (plain) {
+    const values = last !== undefined && last.values.length === out.length ? last.values : new Float32Array(out.length);
+    values.set(out);
+    lastRopeTable = { freq, pos0: p.pos0, count: p.count, neox, values };
+  }
 }
+
+/** The last plain rope table written (see writeRopeTable): its frequencies, rows, pairing and values. */
+let lastRopeTable: { readonly freq: Float32Array; readonly pos0: number; readonly count: number; readonly neox: boolean; readonly values: Float32Array } | undefined;
 
 /** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
 const GROUP = 16;
