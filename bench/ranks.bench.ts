@@ -16,8 +16,9 @@
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
 // compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
-// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) and one without the liveness rule
-// (livenessMicros 0: a rank sleeps once its spin bound ran out) run next to the default one (60). Sides run in
+// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) and one with the liveness rule
+// (livenessMicros 200: past its bound a rank polls while its peer shows progress; off by default) run next to
+// the default one (spin 60, liveness off). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
 // step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
@@ -240,8 +241,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
-    // The default spin bound without the liveness rule (a rank sleeps once its bound ran out, however busy its peer).
-    { name: '2 ranks, liveness off', ranks: 2, run: true, session: await make(two, undefined, 0), micros: 0, steps: 0, ids: [] },
+    // The default spin bound with the liveness rule on (past its bound a rank polls while its peer shows progress).
+    { name: '2 ranks, liveness 200', ranks: 2, run: true, session: await make(two, undefined, 200), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
     // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
     { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },

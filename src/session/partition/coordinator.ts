@@ -69,7 +69,7 @@ export interface PartitionedSessionOptions {
   readonly spinMicros?: number;
   /**
    * How long a waiting rank keeps polling past its spin bound after a peer last showed progress (µs,
-   * 0..10000; default 200, protocol.ts LIVENESS_MICROS): a rank whose peer is computing what it waits for
+   * 0..10000; default 0, off: protocol.ts LIVENESS_MICROS says why): a rank whose peer is computing what it waits for
    * polls until the peer delivers instead of sleeping; a dead, parked or descheduled peer stops the polling
    * within this long. 0 turns the rule off (the spin bound alone decides); ignored when spinMicros is 0.
    */

@@ -247,12 +247,14 @@ export const MAX_SPIN_MICROS = 10_000;
 export const SPIN_FLOOR_MICROS = 8;
 /**
  * Default liveness window (µs; PartitionedSessionOptions.livenessMicros): past its adaptive bound a waiting
- * rank keeps polling only while some peer's RANK_WORD.PROGRESS moved within this long. Longer than one
- * dispatch of a rank's forward pass at the shapes the partitions run (the longest, a classifier chunk at
- * dim 288, takes ~40 µs on one core), so a computing peer shows progress within it; short enough that a
- * dead or descheduled peer costs one window of polling before the waiter sleeps (fence-checked slices).
+ * rank keeps polling only while some peer's RANK_WORD.PROGRESS moved within this long. Off by default:
+ * on a quiet two-core machine (load about 1, two bench:ranks runs, stories15M shape) the two-rank side with
+ * a 200 µs window ran 0.53x and 0.50x of one rank against 0.59x and 0.73x without it. A window worth trying
+ * is longer than one dispatch of a rank's forward pass (the longest at dim 288, a classifier chunk, takes
+ * ~40 µs on one core), so a computing peer shows progress within it, and short, so a dead or descheduled
+ * peer costs one window of polling before the waiter sleeps (fence-checked slices); 200 is what was tried.
  */
-export const LIVENESS_MICROS = 200;
+export const LIVENESS_MICROS = 0;
 /** A wait longer than this multiple of spinMicros means the peer was off its core: the bound shrinks. */
 export const SPIN_LONG_WAIT = 2;
 
