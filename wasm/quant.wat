@@ -1221,16 +1221,13 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $xRows))))
 
+  ;; plain-only: begin
   ;; One Q6_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): the 6-bit values
   ;; unpacked in registers as $decode_q6_k unpacks them; per group of 16 (element e = 256b + 128h + l +
   ;; 32t + lane), the four lanes of the exact integer dot product made f32 and times (d * scale_g) * d_x
   ;; (d_x of x's block e / 32), into one accumulator in the order b, h, l, t; the result is its lane sum.
   ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
-  ;; are formed in one vector and splatted lane by lane.
-  ;; The relaxed build: per group of 16, x's 16 bytes against the unsigned 6-bit values (0..63) by
-  ;; i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums (as the
-  ;; quantizer stores them): the plain build's lanes of (q - 32) x, exactly. x of group t of step (h, l): bytes at $xe + 64t, sums at
-  ;; $xe + 64t + 32 ($xe = $xq + 64 (8b + 4h) + l).
+  ;; are formed in one vector and splatted lane by lane. (Plain build only: the relaxed build has $dot2_q6_k_q8x.)
   (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
     (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32)
     (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
@@ -1264,7 +1261,6 @@
             (local.set $qa (v128.load (local.get $ql)))
             (local.set $qc (v128.load offset=32 (local.get $ql)))
             (local.set $qhi (v128.load (local.get $qh)))
-            ;; plain-only: begin
             ;; Quantized x of the 16 elements 256b + 128h + l + 32t + (0 .. 15) at $xe + 64t (even ones) and
             ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes. (Byte
             ;; fields are shifted as 16-bit lanes, masked so no bit crosses into the next byte: x86 has no
@@ -1291,33 +1287,140 @@
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=192 (local.get $xe)))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=208 (local.get $xe)))))
               (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
-            ;; plain-only: end
-            ;; relaxed-only: begin
-            (local.set $xe (i32.add (local.get $xq)
-              (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=0 (local.get $xe)) (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4)))))
-              (v128.load offset=32 (local.get $xe))))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2)))))
-              (v128.load offset=96 (local.get $xe))))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qa) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30))))))
-              (v128.load offset=160 (local.get $xe))))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.or (v128.and (i16x8.shr_u (local.get $qc) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (i16x8.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30))))))
-              (v128.load offset=224 (local.get $xe))))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
-            ;; relaxed-only: end
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
     (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
+
+  ;; plain-only: end
+  ;; relaxed-only: begin
+  ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, as
+  ;; $dot_q6_k_q8x's relaxed body per row (the same groups, integer sums, factors and f32 steps in the same
+  ;; order, so each row gives the same bits whichever row it is paired with), sharing each load of x's bytes
+  ;; and sums; results stored at $o0, $o1. Per group of 16: x's 16 bytes against the unsigned 6-bit values
+  ;; (0..63) by i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums (as
+  ;; the quantizer stores them). x of group t of step (h, l): bytes at $xe + 64t, sums at $xe + 64t + 32
+  ;; ($xe = $xq + 64 (8b + 4h) + l).
+  (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
+    (param $o0 i32) (param $o1 i32)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32)
+    (local $d0 v128) (local $d1 v128) (local $fs0 v128) (local $fs1 v128) (local $xs v128) (local $xv v128) (local $q v128)
+    (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
+    (local $m0f v128) (local $m30 v128)
+    (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
+    (local.set $m0f (i8x16.splat (i32.const 0x0f)))
+    (local.set $m30 (i8x16.splat (i32.const 0x30)))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        ;; Each row's d as $half decodes it, inline and without branches (as in $dot_q4_k_q8x).
+        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w0) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
+        (local.set $d0 (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w1) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
+        (local.set $d1 (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        (local.set $step (i32.const 0))
+        (block $stepsDone
+          (loop $steps
+            (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
+            ;; step = 2h + l / 16.
+            (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
+            (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
+            (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
+              (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
+            (local.set $sc (i32.add (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
+              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
+            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
+            ;; times x's block scales 8b + 4h + t.
+            (local.set $xs (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2)))))
+            (local.set $q (v128.load64_zero (local.get $sc)))
+            (local.set $fs0 (f32x4.mul (f32x4.mul (local.get $d0)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
+              (local.get $xs)))
+            (local.set $q (v128.load64_zero (i32.add (local.get $sc) (local.get $dw))))
+            (local.set $fs1 (f32x4.mul (f32x4.mul (local.get $d1)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
+              (local.get $xs)))
+            (local.set $qa0 (v128.load (local.get $ql)))
+            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
+            (local.set $qh0 (v128.load (local.get $qh)))
+            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $xe (i32.add (local.get $xq)
+              (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
+            ;; t = 0: low nibbles of ql[l..], qh bits 0..1.
+            (local.set $xv (v128.load offset=0 (local.get $xe)))
+            (local.set $xs (v128.load offset=32 (local.get $xe)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs0) (local.get $fs0)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs1) (local.get $fs1)))))
+            ;; t = 1: low nibbles of ql[32 + l..], qh bits 2..3.
+            (local.set $xv (v128.load offset=64 (local.get $xe)))
+            (local.set $xs (v128.load offset=96 (local.get $xe)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs0) (local.get $fs0)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs1) (local.get $fs1)))))
+            ;; t = 2: high nibbles of ql[l..], qh bits 4..5.
+            (local.set $xv (v128.load offset=128 (local.get $xe)))
+            (local.set $xs (v128.load offset=160 (local.get $xe)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs0) (local.get $fs0)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs1) (local.get $fs1)))))
+            ;; t = 3: high nibbles of ql[32 + l..], qh bits 6..7.
+            (local.set $xv (v128.load offset=192 (local.get $xe)))
+            (local.set $xs (v128.load offset=224 (local.get $xe)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs0) (local.get $fs0)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30)))))
+              (local.get $xs)))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs1) (local.get $fs1)))))
+            (local.set $step (i32.add (local.get $step) (i32.const 1)))
+            (br $steps)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+
+  ;; relaxed-only: end
+  ;; plain-only: begin
+  ;; The plain build's two rows: each by $dot_q6_k_q8x.
+  (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
+    (param $o0 i32) (param $o1 i32)
+    (f32.store (local.get $o0) (call $dot_q6_k_q8x (local.get $xq) (local.get $xd) (local.get $w0) (local.get $blocks) (local.get $p0) (local.get $p1) (local.get $p2)))
+    (f32.store (local.get $o1) (call $dot_q6_k_q8x (local.get $xq) (local.get $xd) (local.get $w1) (local.get $blocks) (local.get $p0) (local.get $p1) (local.get $p2))))
+
+  ;; plain-only: end
 
   ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
   ;; f32 of the four lanes of sum x_q, written by $quantize_x16 or $quantize_x8): sub-block s of super-block b (elements
@@ -1476,11 +1579,35 @@
             (local.set $j (i32.add (local.get $j) (i32.const 2)))
             (br $pairs)))
         (return)))
-    ;; Q4_K and Q6_K: one weight row at a time against every row of x (the row's address, x's planes and
-    ;; the output's address advance by constant steps).
     (local.set $xd (i32.shl (local.get $blocks) (i32.const 6)))
     (local.set $xs (i32.mul (local.get $blocks) (i32.const 68)))
     (local.set $supers (i32.shr_u (local.get $k) (i32.const 8)))
+    ;; Q6_K: rows j and j + 1 (j alone, paired with itself, when it is the last) against every row of x.
+    (if (i32.eq (local.get $kind) (i32.const 6))
+      (then
+        (block $q6Done
+          (loop $q6Pairs
+            (br_if $q6Done (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $next (i32.add (local.get $j) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
+            (local.set $i (i32.const 0))
+            (local.set $xRow (local.get $qs))
+            (local.set $o (i32.shl (local.get $j) (i32.const 2)))
+            (block $q6xDone
+              (loop $q6xRows
+                (br_if $q6xDone (i32.ge_u (local.get $i) (local.get $m)))
+                (call $dot2_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd))
+                  (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (i32.add (local.get $w) (i32.mul (local.get $next) (local.get $rowBytes)))
+                  (local.get $supers) (local.get $p0) (local.get $p1) (local.get $p2)
+                  (i32.add (i32.add (local.get $out) (local.get $o)) (i32.mul (local.get $i) (local.get $nBytes)))
+                  (i32.add (i32.add (local.get $out) (i32.shl (local.get $next) (i32.const 2))) (i32.mul (local.get $i) (local.get $nBytes))))
+                (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
+                (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                (br $q6xRows)))
+            (local.set $j (i32.add (local.get $j) (i32.const 2)))
+            (br $q6Pairs)))
+        (return)))
+    ;; Q4_K: one weight row at a time against every row of x (the row's address, x's planes and the
+    ;; output's address advance by constant steps).
     (local.set $row (local.get $w))
     (block $rowsDone
       (loop $rows
@@ -1492,11 +1619,8 @@
           (loop $xRows
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
             (f32.store (local.get $o)
-              (if (result f32) (i32.eq (local.get $kind) (i32.const 5))
-                (then (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd)) (i32.add (local.get $xRow) (local.get $xs))
-                  (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $scratch)))
-              (else (call $dot_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd))
-                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $p2)))))
+              (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd)) (i32.add (local.get $xRow) (local.get $xs))
+                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $scratch)))
             (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
             (local.set $o (i32.add (local.get $o) (local.get $nBytes)))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
