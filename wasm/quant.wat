@@ -1221,80 +1221,6 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $xRows))))
 
-  ;; plain-only: begin
-  ;; One Q6_K row of $blocks super-blocks against one quantized row of x ($xq, $xd): the 6-bit values
-  ;; unpacked in registers as $decode_q6_k unpacks them; per group of 16 (element e = 256b + 128h + l +
-  ;; 32t + lane), the four lanes of the exact integer dot product made f32 and times (d * scale_g) * d_x
-  ;; (d_x of x's block e / 32), into one accumulator in the order b, h, l, t; the result is its lane sum.
-  ;; The four factors of one (h, l) step (t = 0..3: scale bytes 8h + l / 16 + 2t, x's blocks 8b + 4h + t)
-  ;; are formed in one vector and splatted lane by lane. (Plain build only: the relaxed build has $dot2_q6_k_q8x.)
-  (func $dot_q6_k_q8x (param $xq i32) (param $xd i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (result f32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32)
-    (local $d v128) (local $fs v128) (local $qa v128) (local $qc v128) (local $qhi v128) (local $q v128) (local $acc v128)
-    (block $done
-      (loop $block
-        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
-        ;; d as $half decodes it, inline and without branches (as in $dot_q4_k_q8x).
-        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
-        (local.set $d (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
-          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
-            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
-              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
-            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
-        (local.set $step (i32.const 0))
-        (block $stepsDone
-          (loop $steps
-            (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
-            ;; step = 2h + l / 16.
-            (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
-            (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
-            (local.set $ql (i32.add (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
-            (local.set $qh (i32.add (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
-              (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
-            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
-            ;; times x's block scales 8b + 4h + t.
-            (local.set $q (v128.load64_zero (i32.add (i32.add (i32.add (local.get $w) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
-              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4))))))
-            (local.set $fs (f32x4.mul (f32x4.mul (local.get $d)
-              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
-              (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2))))))
-            (local.set $qa (v128.load (local.get $ql)))
-            (local.set $qc (v128.load offset=32 (local.get $ql)))
-            (local.set $qhi (v128.load (local.get $qh)))
-            ;; Quantized x of the 16 elements 256b + 128h + l + 32t + (0 .. 15) at $xe + 64t (even ones) and
-            ;; $xe + 64t + 16 (odd ones); the 16 bytes of q as 16-bit lanes: even bytes, odd bytes. (Byte
-            ;; fields are shifted as 16-bit lanes, masked so no bit crosses into the next byte: x86 has no
-            ;; byte shifts, which V8 emulates with more instructions.)
-            (local.set $xe (i32.add (local.get $xq)
-              (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x03))) (i32.const 4))) (i8x16.splat (i32.const 32))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=0 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=16 (local.get $xe)))))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc) (i8x16.splat (i32.const 0x0f))) (i16x8.shl (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x0c))) (i32.const 2))) (i8x16.splat (i32.const 32))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=64 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=80 (local.get $xe)))))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (local.get $qhi) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=128 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=144 (local.get $xe)))))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs) (local.get $fs)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc) (i32.const 4)) (i8x16.splat (i32.const 0x0f))) (v128.and (i16x8.shr_u (local.get $qhi) (i32.const 2)) (i8x16.splat (i32.const 0x30)))) (i8x16.splat (i32.const 32))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (v128.load offset=192 (local.get $xe)))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (v128.load offset=208 (local.get $xe)))))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs) (local.get $fs)))))
-            (local.set $step (i32.add (local.get $step) (i32.const 1)))
-            (br $steps)))
-        (local.set $b (i32.add (local.get $b) (i32.const 1)))
-        (br $block)))
-    (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
-
-  ;; plain-only: end
   ;; relaxed-only: begin
   ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, as
   ;; $dot_q6_k_q8x's relaxed body per row (the same groups, integer sums, factors and f32 steps in the same
@@ -1414,11 +1340,124 @@
 
   ;; relaxed-only: end
   ;; plain-only: begin
-  ;; The plain build's two rows: each by $dot_q6_k_q8x.
+  ;; The plain build's two rows: as $dot2_q6_k_q8x above per row, each group's 6-bit values less 32 (signed bytes),
+  ;; as 16-bit lanes even bytes then odd bytes, against x's 16-bit values by i32x4.dot_i16x8_s (the layout of
+  ;; $quantize_x16: x of group t of step (h, l) at $xe + 64t, even elements, and $xe + 64t + 16, odd ones, with
+  ;; $xe = $xq + 2 (256b + 128h + l)); the same f32 steps in the same order.
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
     (param $o0 i32) (param $o1 i32)
-    (f32.store (local.get $o0) (call $dot_q6_k_q8x (local.get $xq) (local.get $xd) (local.get $w0) (local.get $blocks) (local.get $p0) (local.get $p1) (local.get $p2)))
-    (f32.store (local.get $o1) (call $dot_q6_k_q8x (local.get $xq) (local.get $xd) (local.get $w1) (local.get $blocks) (local.get $p0) (local.get $p1) (local.get $p2))))
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32)
+    (local $dr0 v128) (local $dr1 v128) (local $fr0 v128) (local $fr1 v128) (local $xs v128) (local $xv v128) (local $q v128)
+    (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
+    (local $m0f v128) (local $m30 v128) (local $m20 v128)
+    (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
+    (local.set $m0f (i8x16.splat (i32.const 0x0f)))
+    (local.set $m30 (i8x16.splat (i32.const 0x30)))
+    (local.set $m20 (i8x16.splat (i32.const 32)))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        ;; Each row's d as $half decodes it, inline and without branches (as in $dot_q4_k_q8x).
+        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w0) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
+        (local.set $dr0 (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        (local.set $hb (i32.load16_u (i32.add (i32.add (local.get $w1) (local.get $p2)) (i32.shl (local.get $b) (i32.const 1)))))
+        (local.set $dr1 (f32x4.splat (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $hb) (i32.const 0x8000)) (i32.const 16))
+          (select (i32.reinterpret_f32 (f32.mul (f32.convert_i32_u (local.tee $ht (i32.and (local.get $hb) (i32.const 0x7fff)))) (global.get $HALF_SUB_UNIT)))
+            (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
+              (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
+            (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        (local.set $step (i32.const 0))
+        (block $stepsDone
+          (loop $steps
+            (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
+            ;; step = 2h + l / 16.
+            (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
+            (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
+            (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
+            (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
+              (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
+            (local.set $sc (i32.add (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
+              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
+            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
+            ;; times x's block scales 8b + 4h + t.
+            (local.set $xs (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2)))))
+            (local.set $q (v128.load64_zero (local.get $sc)))
+            (local.set $fr0 (f32x4.mul (f32x4.mul (local.get $dr0)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
+              (local.get $xs)))
+            (local.set $q (v128.load64_zero (i32.add (local.get $sc) (local.get $dw))))
+            (local.set $fr1 (f32x4.mul (f32x4.mul (local.get $dr1)
+              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
+              (local.get $xs)))
+            (local.set $qa0 (v128.load (local.get $ql)))
+            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
+            (local.set $qh0 (v128.load (local.get $qh)))
+            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $xe (i32.add (local.get $xq)
+              (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
+            (local.set $xv (v128.load offset=0 (local.get $xe)))
+            (local.set $xs (v128.load offset=16 (local.get $xe)))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fr0) (local.get $fr0)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fr1) (local.get $fr1)))))
+            (local.set $xv (v128.load offset=64 (local.get $xe)))
+            (local.set $xs (v128.load offset=80 (local.get $xe)))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fr0) (local.get $fr0)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fr1) (local.get $fr1)))))
+            (local.set $xv (v128.load offset=128 (local.get $xe)))
+            (local.set $xs (v128.load offset=144 (local.get $xe)))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30))) (local.get $m20)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fr0) (local.get $fr0)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30))) (local.get $m20)))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fr1) (local.get $fr1)))))
+            (local.set $xv (v128.load offset=192 (local.get $xe)))
+            (local.set $xs (v128.load offset=208 (local.get $xe)))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fr0) (local.get $fr0)))))
+            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fr1) (local.get $fr1)))))
+            (local.set $step (i32.add (local.get $step) (i32.const 1)))
+            (br $steps)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $block)))
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+
 
   ;; plain-only: end
 
