@@ -51,6 +51,8 @@
   (func $dot4 (param $x i32) (param $w i32) (param $rowBytes i32) (param $k i32) (param $out i32) (param $outStep i32)
     (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $end4 i32) (local $end8 i32) (local $end i32) (local $xv v128)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    ;; The relaxed build's second accumulators (see $step8).
+    (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
     (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $xs f32)
     (local.set $w1 (i32.add (local.get $w) (local.get $rowBytes)))
     (local.set $w2 (i32.add (local.get $w1) (local.get $rowBytes)))
@@ -60,6 +62,12 @@
     (local.set $end8 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 2))))
     ;; Two vectors per trip (the same additions, in the same order, as two trips of $step below): half
     ;; the loop control and pointer updates per element.
+    ;; The relaxed build adds each trip's second vector into a second accumulator per row ($b0..$b3, added
+    ;; to $a0..$a3 after the loops): its relaxed_madd is fused on x64 (vfmadd, 4-5 cycles of latency where
+    ;; the plain build's chain is one f32x4.add, 3 cycles; its multiply is off the chain), so with one
+    ;; accumulator per row the fused kernel waited on its chain: tiny-llama's matrix-vector decode ran
+    ;; 1.1-1.3x slower than the plain build (Node 20, AMD EPYC, one process, interleaved). Two chains per
+    ;; row hide that latency. The plain build keeps its one chain per row (no faster with two here).
     (block $done8
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $x) (local.get $end8)))
@@ -69,10 +77,18 @@
         (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $xv) (v128.load (local.get $w2)))))
         (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $xv) (v128.load (local.get $w3)))))
         (local.set $xv (v128.load offset=16 (local.get $x)))
+        ;; plain-only: begin
         (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w)))))
         (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w1)))))
         (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w2)))))
         (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w3)))))
+        ;; plain-only: end
+        ;; relaxed-only: begin
+        (local.set $b0 (f32x4.add (local.get $b0) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w)))))
+        (local.set $b1 (f32x4.add (local.get $b1) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w1)))))
+        (local.set $b2 (f32x4.add (local.get $b2) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w2)))))
+        (local.set $b3 (f32x4.add (local.get $b3) (f32x4.mul (local.get $xv) (v128.load offset=16 (local.get $w3)))))
+        ;; relaxed-only: end
         (local.set $x (i32.add (local.get $x) (i32.const 32)))
         (local.set $w (i32.add (local.get $w) (i32.const 32)))
         (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
@@ -93,6 +109,12 @@
         (local.set $w2 (i32.add (local.get $w2) (i32.const 16)))
         (local.set $w3 (i32.add (local.get $w3) (i32.const 16)))
         (br $step)))
+    ;; relaxed-only: begin
+    (local.set $a0 (f32x4.add (local.get $a0) (local.get $b0)))
+    (local.set $a1 (f32x4.add (local.get $a1) (local.get $b1)))
+    (local.set $a2 (f32x4.add (local.get $a2) (local.get $b2)))
+    (local.set $a3 (f32x4.add (local.get $a3) (local.get $b3)))
+    ;; relaxed-only: end
     ;; The four rows' $hsum at once, with the same additions in the same order: pair the lanes (0, 1) and
     ;; (2, 3) of two rows per vector and add, then add the pair sums of all four rows in one vector.
     (local.set $a0 (f32x4.add
@@ -127,11 +149,12 @@
     (f32.store (i32.add (local.get $out) (i32.shl (local.get $outStep) (i32.const 1))) (local.get $s2))
     (f32.store (i32.add (local.get $out) (i32.mul (local.get $outStep) (i32.const 3))) (local.get $s3)))
 
-  ;; x . w with the arithmetic of one row of $dot4 (one vector accumulator, its horizontal sum, then the
-  ;; K mod 4 tail in order): a row's result does not depend on whether it fell in a group of four, so the
-  ;; rows of a weight split across bindings (one call per part) sum exactly as the unsplit weight's do.
+  ;; x . w with the arithmetic of one row of $dot4 (one vector accumulator, in the relaxed build two as
+  ;; there, its horizontal sum, then the K mod 4 tail in order): a row's result does not depend on whether
+  ;; it fell in a group of four, so the rows of a weight split across bindings (one call per part) sum
+  ;; exactly as the unsplit weight's do.
   (func $dot1 (param $x i32) (param $w i32) (param $k i32) (result f32)
-    (local $end4 i32) (local $end8 i32) (local $end i32) (local $acc v128) (local $s f32)
+    (local $end4 i32) (local $end8 i32) (local $end i32) (local $acc v128) (local $acc2 v128) (local $s f32)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (local.set $end4 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -4)) (i32.const 2))))
     (local.set $end8 (i32.add (local.get $x) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 2))))
@@ -139,7 +162,12 @@
       (loop $step8
         (br_if $done8 (i32.ge_u (local.get $x) (local.get $end8)))
         (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $x)) (v128.load (local.get $w)))))
+        ;; plain-only: begin
         (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $x)) (v128.load offset=16 (local.get $w)))))
+        ;; plain-only: end
+        ;; relaxed-only: begin
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (v128.load offset=16 (local.get $x)) (v128.load offset=16 (local.get $w)))))
+        ;; relaxed-only: end
         (local.set $x (i32.add (local.get $x) (i32.const 32)))
         (local.set $w (i32.add (local.get $w) (i32.const 32)))
         (br $step8)))
@@ -150,6 +178,9 @@
         (local.set $x (i32.add (local.get $x) (i32.const 16)))
         (local.set $w (i32.add (local.get $w) (i32.const 16)))
         (br $step)))
+    ;; relaxed-only: begin
+    (local.set $acc (f32x4.add (local.get $acc) (local.get $acc2)))
+    ;; relaxed-only: end
     (local.set $s (call $hsum (local.get $acc)))
     (block $done
       (loop $tail

@@ -154,6 +154,35 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
     );
   });
 
+  it('[OPS-wasm-matmul] matmul_nt in both kernel sets: every row of an N-row call equals that row run alone, bit for bit (four-row quarters and single rows share one arithmetic: two accumulator chains per row in the relaxed set)', async () => {
+    hostKernelFaults.noRelaxedSimd = true;
+    let plain: Runtime;
+    try {
+      plain = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
+    } finally {
+      hostKernelFaults.noRelaxedSimd = false;
+    }
+    const sets = [runtime, plain];
+    expect(sets.map((r) => r.hostKernels()!.kernelSet)).toEqual([EXPECTED_SET, 'simd']);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 4, max: 13 }), fc.integer({ min: 1, max: 70 }), arb.seed(), async (m, n, k, seed) => {
+        const a = randomF32(seed, m * k);
+        const w = randomF32(seed + 1, n * k);
+        for (const rt of sets) {
+          const whole = await runHostOp(rt, matmulNT, [f32([m, k], a), f32([n, k], w), f32([m, n], new Float32Array(m * n))], { m, n, k }, [0, 0, 0]);
+          expect(whole.wasm).toBe(1);
+          const alone = new Float32Array(m * n);
+          for (let j = 0; j < n; j++) {
+            const one = await runHostOp(rt, matmulNT, [f32([m, k], a), f32([1, k], w.slice(j * k, (j + 1) * k)), f32([m, 1], new Float32Array(m))], { m, n: 1, k }, [0, 0, 0]);
+            for (let i = 0; i < m; i++) alone[i * n + j] = one.arrays[2]![i]!;
+          }
+          expect(Array.from(whole.arrays[2]!), `${rt.hostKernels()!.kernelSet} ${m}x${n}x${k}`).toEqual(Array.from(alone));
+        }
+      }),
+      fcParams(12),
+    );
+  });
+
   it('[OPS-wasm-matmul] matmul and matmul_batched: random shapes across the 4 x 8 tiles, their row and column tails and panels', async () => {
     await fc.assert(
       fc.asyncProperty(size(70), size(40), size(40), arb.seed(), arb.pads(3), async (m, n, k, seed, pads) => {
