@@ -1072,91 +1072,215 @@
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $step))))
 
+  ;; $block_factors of four rows at once (row r's halves at $hp + $s_r, its factors at $f + r $fb), the
+  ;; same values. Eight blocks per step: when the step's 32 halves are all normal (|h| in 0x400 .. 0x7bff,
+  ;; the usual case) each is its sign, then exponent and mantissa shifted into place and rebiased (a
+  ;; sign-extended half shifted left by 13 keeps its sign in bit 31), exactly as $half decodes it; otherwise
+  ;; (a zero, subnormal, infinite or NaN half) the four rows go through $block_factors whole. The blocks mod
+  ;; 8 one at a time.
+  (func $factors4 (param $hp i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $xd i32) (param $blocks i32) (param $f i32) (param $fb i32)
+    (local $b i32) (local $b8 i32) (local $at i32) (local $r i32) (local $h0 v128) (local $h1 v128) (local $h2 v128) (local $h3 v128) (local $x0 v128) (local $x1 v128)
+    (local $lo v128) (local $hi v128) (local $keep v128) (local $rebias v128) (local $m7f v128) (local $t v128)
+    (local.set $rebias (i32x4.splat (global.get $HALF_REBIAS)))
+    (local.set $m7f (i16x8.splat (i32.const 0x7fff)))
+    (local.set $b8 (i32.and (local.get $blocks) (i32.const -8)))
+    (local.set $lo (i16x8.splat (i32.const 0x400)))
+    (local.set $hi (i16x8.splat (i32.const 0x7bff)))
+    (local.set $keep (i32x4.splat (i32.const 0x8fffe000)))
+    (block $done8
+      (loop $step8
+        (br_if $done8 (i32.ge_u (local.get $b) (local.get $b8)))
+        (local.set $at (i32.add (local.get $hp) (i32.shl (local.get $b) (i32.const 1))))
+        (local.set $h0 (v128.load (local.get $at)))
+        (local.set $h1 (v128.load (i32.add (local.get $at) (local.get $s1))))
+        (local.set $h2 (v128.load (i32.add (local.get $at) (local.get $s2))))
+        (local.set $h3 (v128.load (i32.add (local.get $at) (local.get $s3))))
+        (if (v128.any_true (v128.or
+              (v128.or (v128.or (i16x8.lt_u (local.tee $t (v128.and (local.get $h0) (local.get $m7f))) (local.get $lo)) (i16x8.gt_u (local.get $t) (local.get $hi)))
+                (v128.or (i16x8.lt_u (local.tee $t (v128.and (local.get $h1) (local.get $m7f))) (local.get $lo)) (i16x8.gt_u (local.get $t) (local.get $hi))))
+              (v128.or (v128.or (i16x8.lt_u (local.tee $t (v128.and (local.get $h2) (local.get $m7f))) (local.get $lo)) (i16x8.gt_u (local.get $t) (local.get $hi)))
+                (v128.or (i16x8.lt_u (local.tee $t (v128.and (local.get $h3) (local.get $m7f))) (local.get $lo)) (i16x8.gt_u (local.get $t) (local.get $hi))))))
+          (then
+            (call $block_factors (local.get $hp) (local.get $xd) (local.get $blocks) (local.get $f))
+            (call $block_factors (i32.add (local.get $hp) (local.get $s1)) (local.get $xd) (local.get $blocks) (i32.add (local.get $f) (local.get $fb)))
+            (call $block_factors (i32.add (local.get $hp) (local.get $s2)) (local.get $xd) (local.get $blocks) (i32.add (local.get $f) (i32.shl (local.get $fb) (i32.const 1))))
+            (call $block_factors (i32.add (local.get $hp) (local.get $s3)) (local.get $xd) (local.get $blocks) (i32.add (local.get $f) (i32.mul (local.get $fb) (i32.const 3))))
+            (return)))
+        (local.set $at (i32.shl (local.get $b) (i32.const 2)))
+        (local.set $x0 (v128.load (i32.add (local.get $xd) (local.get $at))))
+        (local.set $x1 (v128.load offset=16 (i32.add (local.get $xd) (local.get $at))))
+        (local.set $at (i32.add (local.get $f) (local.get $at)))
+        (v128.store (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $h0)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x0)))
+        (v128.store offset=16 (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $h0)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x1)))
+        (local.set $at (i32.add (local.get $at) (local.get $fb)))
+        (v128.store (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $h1)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x0)))
+        (v128.store offset=16 (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $h1)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x1)))
+        (local.set $at (i32.add (local.get $at) (local.get $fb)))
+        (v128.store (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $h2)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x0)))
+        (v128.store offset=16 (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $h2)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x1)))
+        (local.set $at (i32.add (local.get $at) (local.get $fb)))
+        (v128.store (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_low_i16x8_s (local.get $h3)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x0)))
+        (v128.store offset=16 (local.get $at) (f32x4.mul (i32x4.add (v128.and (i32x4.shl (i32x4.extend_high_i16x8_s (local.get $h3)) (i32.const 13)) (local.get $keep)) (local.get $rebias)) (local.get $x1)))
+        (local.set $b (i32.add (local.get $b) (i32.const 8)))
+        (br $step8)))
+    (block $done
+      (loop $step
+        (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
+        (local.set $r (i32.const 0))
+        (local.set $at (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2))))
+        (loop $rows
+          (f32.store (local.get $at)
+            (f32.mul (call $block_half (i32.add (local.get $hp) (select (select (local.get $s3) (local.get $s2) (i32.eq (local.get $r) (i32.const 3)))
+                (select (local.get $s1) (i32.const 0) (i32.eq (local.get $r) (i32.const 1))) (i32.ge_u (local.get $r) (i32.const 2)))) (local.get $b))
+              (f32.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 2))))))
+          (local.set $at (i32.add (local.get $at) (local.get $fb)))
+          (br_if $rows (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (i32.const 4))))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $step))))
+
   ;; plain-only: begin
-  ;; Two rows of Q4_0 quants ($w0, $w1: 16 nibble bytes per block) against one quantized row of x ($xq),
-  ;; their block factors at $f0, $f1 ($block_factors); each row's result is stored at $o0 / $o1. Per row
-  ;; and block: s = the four lanes of the exact integer dot product, acc += f32(s) * f[b]; the result is
-  ;; acc's lane sum. The rows share each load of x; neither row's arithmetic depends on the other, so a
-  ;; row gives the same bits whichever row it is paired with ($w1 = $w0 for a lone row).
+  ;; Four rows of Q4_0 quants (16 nibble bytes per block; row r at $w + $s_r, $s0 = 0) against one quantized
+  ;; row of x ($xq), row r's block factors at $f + r $fb ($block_factors); row r's result is stored at $o_r.
+  ;; Per row and block: s = the four lanes of the exact integer dot product, acc += f32(s) * f[b]; the
+  ;; result is acc's lane sum. The rows share each load of x; no row's arithmetic depends on another's, so
+  ;; a row gives the same bits whichever rows it is grouped with (a group past the last row repeats the last
+  ;; row: $s_r and $o_r those of the last).
   ;; Unpacking: as 16-bit lanes, lane i of the 16 bytes holds element 2i (bits 0..3), 2i + 16 (4..7),
   ;; 2i + 1 (8..11) and 2i + 17 (12..15); xor with 8 in every nibble makes each nibble q - 8 in 4-bit two's
   ;; complement, which a left shift to the top and an arithmetic right shift by 12 sign-extend.
-  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
-    (local $acc0 v128) (local $acc1 v128)
-    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
+  (func $rows4_q4_0_q8x (param $xq i32) (param $w i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $blocks i32) (param $f i32) (param $fb i32)
+    (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32)
+    (local $end i32) (local $f2 i32) (local $f3 i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128) (local $m88 v128)
+    (local $acc0 v128) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $blocks) (i32.const 4))))
+    (local.set $f2 (i32.shl (local.get $fb) (i32.const 1)))
+    (local.set $f3 (i32.add (local.get $f2) (local.get $fb)))
+    (local.set $m88 (i8x16.splat (i32.const 0x88)))
     (block $done
       (loop $block
-        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
         (local.set $x0 (v128.load (local.get $xq)))
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
         (local.set $x2 (v128.load offset=32 (local.get $xq)))
         (local.set $x3 (v128.load offset=48 (local.get $xq)))
-        (local.set $v (v128.xor (v128.load (local.get $w0)) (i8x16.splat (i32.const 0x88))))
+        (local.set $v (v128.xor (v128.load (local.get $w)) (local.get $m88)))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
             (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f0)))))
-        (local.set $v (v128.xor (v128.load (local.get $w1)) (i8x16.splat (i32.const 0x88))))
+          (v128.load32_splat (local.get $f)))))
+        (local.set $v (v128.xor (v128.load (i32.add (local.get $w) (local.get $s1))) (local.get $m88)))
         (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
             (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f1)))))
-        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
-        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $fb))))))
+        (local.set $v (v128.xor (v128.load (i32.add (local.get $w) (local.get $s2))) (local.get $m88)))
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f2))))))
+        (local.set $v (v128.xor (v128.load (i32.add (local.get $w) (local.get $s3))) (local.get $m88)))
+        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 12)) (i32.const 12)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 4)) (i32.const 12)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $v) (i32.const 8)) (i32.const 12)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $v) (i32.const 12)) (local.get $x3)))))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f3))))))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
-        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (local.set $f (i32.add (local.get $f) (i32.const 4)))
         (br $block)))
-    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+    (call $store_sums4 (local.get $acc0) (local.get $acc1) (local.get $acc2) (local.get $acc3) (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3)))
 
   ;; plain-only: end
   ;; relaxed-only: begin
-  ;; The relaxed build's two rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
+  ;; The relaxed build's four rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
   ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
   ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
   ;; two halves (a quarter of the quantizer's 32 times): the plain build's lane sums of (q - 8) x, exactly.
-  (func $rows2_q4_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128)
-    (local $acc0 v128) (local $acc1 v128)
-    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 4))))
+  (func $rows4_q4_0_q8x (param $xq i32) (param $w i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $blocks i32) (param $f i32) (param $fb i32)
+    (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32)
+    (local $end i32) (local $f2 i32) (local $f3 i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128) (local $m0f v128)
+    (local $acc0 v128) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $blocks) (i32.const 4))))
+    (local.set $f2 (i32.shl (local.get $fb) (i32.const 1)))
+    (local.set $f3 (i32.add (local.get $f2) (local.get $fb)))
+    (local.set $m0f (i8x16.splat (i32.const 0x0f)))
     (block $done
       (loop $block
-        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
         (local.set $x0 (v128.load (local.get $xq)))
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
         (local.set $c (i32x4.shr_s (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 2)))
-        (local.set $v (v128.load (local.get $w0)))
+        (local.set $v (v128.load (local.get $w)))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
           (local.get $c)))
-          (v128.load32_splat (local.get $f0)))))
-        (local.set $v (v128.load (local.get $w1)))
+          (v128.load32_splat (local.get $f)))))
+        (local.set $v (v128.load (i32.add (local.get $w) (local.get $s1))))
         (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
           (local.get $c)))
-          (v128.load32_splat (local.get $f1)))))
-        (local.set $w0 (i32.add (local.get $w0) (i32.const 16)))
-        (local.set $w1 (i32.add (local.get $w1) (i32.const 16)))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $fb))))))
+        (local.set $v (v128.load (i32.add (local.get $w) (local.get $s2))))
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
+          (local.get $c)))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f2))))))
+        (local.set $v (v128.load (i32.add (local.get $w) (local.get $s3))))
+        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
+          (local.get $c)))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f3))))))
+        (local.set $w (i32.add (local.get $w) (i32.const 16)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
-        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (local.set $f (i32.add (local.get $f) (i32.const 4)))
         (br $block)))
-    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
+    (call $store_sums4 (local.get $acc0) (local.get $acc1) (local.get $acc2) (local.get $acc3) (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3)))
 
   ;; relaxed-only: end
+  ;; Each of four accumulators' lane sums, (l0 + l1) + (l2 + l3), stored at $o0 .. $o3 in that order (a
+  ;; repeated row stores its same value again).
+  (func $store_sums4 (param $a0 v128) (param $a1 v128) (param $a2 v128) (param $a3 v128) (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32)
+    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
+      (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
+    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $a1)) (f32x4.extract_lane 1 (local.get $a1)))
+      (f32.add (f32x4.extract_lane 2 (local.get $a1)) (f32x4.extract_lane 3 (local.get $a1)))))
+    (f32.store (local.get $o2) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $a2)) (f32x4.extract_lane 1 (local.get $a2)))
+      (f32.add (f32x4.extract_lane 2 (local.get $a2)) (f32x4.extract_lane 3 (local.get $a2)))))
+    (f32.store (local.get $o3) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
+      (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3))))))
+
+  ;; Rows j .. j + 3 of Q4_0 (row r at $row + $s_r; past the last row, the last again) against every
+  ;; quantized row of x: out[i, j + r] at $o_r + i $nBytes. $f: 16 bytes per block of scratch (four rows' factors).
+  (func $quad_q4_0_q8x (param $qs i32) (param $xqBytes i32) (param $row i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $p0 i32) (param $blocks i32)
+    (param $m i32) (param $f i32) (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32) (param $nBytes i32)
+    (local $i i32) (local $xRow i32) (local $xd i32) (local $fb i32) (local $hp i32)
+    (local.set $fb (i32.shl (local.get $blocks) (i32.const 2)))
+    (local.set $hp (i32.add (local.get $row) (local.get $p0)))
+    (block $xDone
+      (loop $xRows
+        (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
+        (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
+        (local.set $xd (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
+        (call $factors4 (local.get $hp) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $xd) (local.get $blocks) (local.get $f) (local.get $fb))
+        (call $rows4_q4_0_q8x (local.get $xRow) (local.get $row) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $blocks) (local.get $f) (local.get $fb)
+          (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3))
+        (local.set $o0 (i32.add (local.get $o0) (local.get $nBytes)))
+        (local.set $o1 (i32.add (local.get $o1) (local.get $nBytes)))
+        (local.set $o2 (i32.add (local.get $o2) (local.get $nBytes)))
+        (local.set $o3 (i32.add (local.get $o3) (local.get $nBytes)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $xRows))))
 
   ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
   ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
@@ -1198,9 +1322,9 @@
     (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
 
-  ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q4_0 ($kind 4) or Q8_0 (3)
-  ;; against every quantized row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
-  (func $pair_q8x (param $kind i32) (param $qs i32) (param $xqBytes i32) (param $row0 i32) (param $row1 i32) (param $p0 i32) (param $blocks i32)
+  ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q8_0 against every quantized
+  ;; row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
+  (func $pair_q8x (param $qs i32) (param $xqBytes i32) (param $row0 i32) (param $row1 i32) (param $p0 i32) (param $blocks i32)
     (param $m i32) (param $f i32) (param $o0 i32) (param $o1 i32) (param $nBytes i32)
     (local $i i32) (local $xRow i32) (local $xd i32) (local $f1 i32)
     (local.set $f1 (i32.add (local.get $f) (i32.shl (local.get $blocks) (i32.const 2))))
@@ -1211,11 +1335,8 @@
         (local.set $xd (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
         (call $block_factors (i32.add (local.get $row0) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f))
         (call $block_factors (i32.add (local.get $row1) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f1))
-        (if (i32.eq (local.get $kind) (i32.const 4))
-          (then (call $rows2_q4_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
-            (local.get $o0) (local.get $o1)))
-          (else (call $rows2_q8_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
-            (local.get $o0) (local.get $o1))))
+        (call $rows2_q8_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
+          (local.get $o0) (local.get $o1))
         (local.set $o0 (i32.add (local.get $o0) (local.get $nBytes)))
         (local.set $o1 (i32.add (local.get $o1) (local.get $nBytes)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
@@ -1571,16 +1692,16 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
-  ;; first (see above). $scratch: K / 4 bytes of per-row factors (two rows' block factors for Q8_0 / Q4_0,
-  ;; a super-block's 16 factors for Q4_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0, two
+  ;; rows' for Q8_0, a super-block's 16 factors for Q4_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
   ;; and 16 of lane sums (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
-    (local $next i32) (local $xd i32) (local $xs i32) (local $supers i32) (local $o i32)
+    (local $next i32) (local $xd i32) (local $xs i32) (local $supers i32) (local $o i32) (local $last i32) (local $d1 i32) (local $d2 i32) (local $d3 i32)
     (local.set $blocks (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $nBytes (i32.shl (local.get $n) (i32.const 2)))
-    (local.set $qs (i32.add (local.get $scratch) (i32.shl (local.get $blocks) (i32.const 3))))
+    (local.set $qs (i32.add (local.get $scratch) (i32.shl (local.get $blocks) (i32.const 4))))
     ;; Per row of x, per block: 64 bytes of i16, then 4 bytes of scale, then 16 of lane sums (f32).
     (local.set $xqBytes (i32.mul (local.get $blocks) (i32.const 84)))
     (block $qDone
@@ -1604,15 +1725,36 @@
         ;; relaxed-only: end
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
-    ;; Q8_0 and Q4_0: two weight rows per trip (the last alone when N is odd).
-    (if (i32.le_u (local.get $kind) (i32.const 4))
+    ;; Q4_0: four weight rows per trip (past the last row, the last again).
+    (if (i32.eq (local.get $kind) (i32.const 4))
+      (then
+        (local.set $last (i32.sub (local.get $n) (i32.const 1)))
+        (block $quadsDone
+          (loop $quads
+            (br_if $quadsDone (i32.ge_u (local.get $j) (local.get $n)))
+            (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
+            (local.set $o (i32.add (local.get $out) (i32.shl (local.get $j) (i32.const 2))))
+            (local.set $d1 (select (i32.const 1) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
+            (local.set $d2 (select (i32.const 2) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 2)) (local.get $n))))
+            (local.set $d3 (select (i32.const 3) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $n))))
+            (call $quad_q4_0_q8x (local.get $qs) (local.get $xqBytes) (local.get $row)
+              (i32.mul (local.get $d1) (local.get $rowBytes)) (i32.mul (local.get $d2) (local.get $rowBytes)) (i32.mul (local.get $d3) (local.get $rowBytes))
+              (local.get $p0) (local.get $blocks) (local.get $m) (local.get $scratch)
+              (local.get $o) (i32.add (local.get $o) (i32.shl (local.get $d1) (i32.const 2)))
+              (i32.add (local.get $o) (i32.shl (local.get $d2) (i32.const 2))) (i32.add (local.get $o) (i32.shl (local.get $d3) (i32.const 2)))
+              (local.get $nBytes))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $quads)))
+        (return)))
+    ;; Q8_0: two weight rows per trip (the last alone when N is odd).
+    (if (i32.eq (local.get $kind) (i32.const 3))
       (then
         (block $pairsDone
           (loop $pairs
             (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n)))
             (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
             (local.set $next (select (i32.add (local.get $j) (i32.const 1)) (local.get $j) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
-            (call $pair_q8x (local.get $kind) (local.get $qs) (local.get $xqBytes) (local.get $row)
+            (call $pair_q8x (local.get $qs) (local.get $xqBytes) (local.get $row)
               (i32.add (local.get $w) (i32.mul (local.get $next) (local.get $rowBytes))) (local.get $p0) (local.get $blocks) (local.get $m) (local.get $scratch)
               (i32.add (local.get $out) (i32.shl (local.get $j) (i32.const 2))) (i32.add (local.get $out) (i32.shl (local.get $next) (i32.const 2))) (local.get $nBytes))
             (local.set $j (i32.add (local.get $j) (i32.const 2)))

@@ -2,7 +2,8 @@
 //
 // Plan. Q8_0, Q4_0, Q4_K and Q6_K qmatmuls run through real runtimes on host providers (ordinary and shared memory,
 // operands at element offsets with canaries, contracts/support/run-host.ts):
-//   - seeded properties over M (decode 1 and small prefill), N (1, primes, tails) and K from one block:
+//   - seeded properties over M (decode 1 and small prefill), N (1, the kernels' row groups and their tails,
+//     primes) and K from one block (contracts/support/q8-shapes.ts):
 //     the 'wasm-q8' runtime's output equals the scalar twin qmatmulQ8Reference bit for bit, and stays
 //     within the quantization bound of the exact product (each x element is off by at most half its
 //     block's scale: |err| <= sum_b d_b / 2 * sum_e |w_e| plus the f32 lanes' 2e-5 * sum|x w|);
@@ -18,18 +19,16 @@ import { createHostProvider, createRuntime } from '../../src/index.js';
 import { QMATMUL, packedRowLayout } from '../../src/submit/ops/index.js';
 import { qmatmulQ8Reference } from '../../src/submit/wasm/q8-activation.js';
 import { fc, fcParams } from '../support/fc.js';
+import { Q8_KINDS, WEIGHT_BLOCK, q8Shape } from '../support/q8-shapes.js';
 import { runHostOp } from '../support/run-host.js';
 import type { HostOperand } from '../support/run-host.js';
 import { arb, randomF32 } from './harness.js';
 import { randomGgufRows } from './qmatmul-blocks.js';
 
-const KINDS = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as const;
-/** Elements per weight block of each kind (x is always quantized in blocks of 32). */
-const WEIGHT_BLOCK = { Q8_0: 32, Q4_0: 32, Q4_K: 256, Q6_K: 256 } as const;
+const KINDS = Q8_KINDS;
 const BLOCK = 32;
 const REL_L1 = 2e-5;
 const ABS = 1e-6;
-const TAIL_SIZES = [1, 2, 3, 5, 7, 11, 13, 17, 31, 37];
 
 const f32 = (shape: number[], data: Float32Array): HostOperand => ({ dtype: 'f32', shape, data });
 
@@ -47,56 +46,48 @@ describe.each([false, true])('q8-activation kernels (shared memory: %s)', (share
     it(`[OPS-wasm-q8-activation] ${kind}: equals the scalar twin bit for bit and the exact product within the quantization bound; the default kernel is unchanged`, async () => {
       let differs = false;
       await fc.assert(
-        fc.asyncProperty(
-          fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 4 })),
-          fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(...TAIL_SIZES)),
-          fc.integer({ min: 1, max: 6 }),
-          arb.seed(),
-          arb.pads(3),
-          async (m, n, blocks, seed, pads) => {
-            const k = WEIGHT_BLOCK[kind] * (WEIGHT_BLOCK[kind] === 256 ? 1 + (blocks % 2) : blocks);
-            const xBlocks = k / BLOCK;
-            const x = randomF32(seed, m * k);
-            const gguf = randomGgufRows(kind, n, k, seed + 1);
-            const packed = LOWERING_KINDS[kind].repack(gguf, k);
-            const rows = new Float32Array(n * k);
-            LOWERING_KINDS[kind].dequantize(gguf, rows);
-            const w: HostOperand = { dtype: 'u32', shape: [n, packedRowLayout(kind, k).rowWords], data: packed };
-            const operands = [f32([m, k], x), w, f32([m, n], new Float32Array(m * n))];
-            const got = await runHostOp(q8, QMATMUL[kind].plain, operands, { m, n, k }, pads);
-            expect(got.wasm, 'the q8 kernel ran').toBe(1);
-            expect(got.scalar).toBe(0);
-            expect(Array.from(got.arrays[0]!), 'x is read-only').toEqual(Array.from(x));
-            const twin = new Float32Array(m * n);
-            qmatmulQ8Reference(kind, x, packed, twin, m, n, k);
-            expect(Array.from(got.arrays[2]!), `${kind} ${m}x${n}x${k} against the twin`).toEqual(Array.from(twin));
-            const base = await runHostOp(plain, QMATMUL[kind].plain, operands, { m, n, k }, pads);
-            for (let i = 0; i < m; i++) {
-              for (let j = 0; j < n; j++) {
-                let exact = 0;
-                let l1 = 0;
-                let bound = 0;
-                for (let b = 0; b < xBlocks; b++) {
-                  let amax = 0;
-                  let wl1 = 0;
-                  for (let e = b * BLOCK; e < (b + 1) * BLOCK; e++) {
-                    const xv = x[i * k + e]!;
-                    const wv = rows[j * k + e]!;
-                    exact += xv * wv;
-                    l1 += Math.abs(xv * wv);
-                    amax = Math.max(amax, Math.abs(xv));
-                    wl1 += Math.abs(wv);
-                  }
-                  bound += ((amax / 127) * 0.5 + 1e-7 * amax) * wl1;
+        fc.asyncProperty(q8Shape(kind, 6), arb.seed(), arb.pads(3), async ({ m, n, k }, seed, pads) => {
+          const xBlocks = k / BLOCK;
+          const x = randomF32(seed, m * k);
+          const gguf = randomGgufRows(kind, n, k, seed + 1);
+          const packed = LOWERING_KINDS[kind].repack(gguf, k);
+          const rows = new Float32Array(n * k);
+          LOWERING_KINDS[kind].dequantize(gguf, rows);
+          const w: HostOperand = { dtype: 'u32', shape: [n, packedRowLayout(kind, k).rowWords], data: packed };
+          const operands = [f32([m, k], x), w, f32([m, n], new Float32Array(m * n))];
+          const got = await runHostOp(q8, QMATMUL[kind].plain, operands, { m, n, k }, pads);
+          expect(got.wasm, 'the q8 kernel ran').toBe(1);
+          expect(got.scalar).toBe(0);
+          expect(Array.from(got.arrays[0]!), 'x is read-only').toEqual(Array.from(x));
+          const twin = new Float32Array(m * n);
+          qmatmulQ8Reference(kind, x, packed, twin, m, n, k);
+          expect(Array.from(got.arrays[2]!), `${kind} ${m}x${n}x${k} against the twin`).toEqual(Array.from(twin));
+          const base = await runHostOp(plain, QMATMUL[kind].plain, operands, { m, n, k }, pads);
+          for (let i = 0; i < m; i++) {
+            for (let j = 0; j < n; j++) {
+              let exact = 0;
+              let l1 = 0;
+              let bound = 0;
+              for (let b = 0; b < xBlocks; b++) {
+                let amax = 0;
+                let wl1 = 0;
+                for (let e = b * BLOCK; e < (b + 1) * BLOCK; e++) {
+                  const xv = x[i * k + e]!;
+                  const wv = rows[j * k + e]!;
+                  exact += xv * wv;
+                  l1 += Math.abs(xv * wv);
+                  amax = Math.max(amax, Math.abs(xv));
+                  wl1 += Math.abs(wv);
                 }
-                const g = got.arrays[2]![i * n + j]!;
-                const limit = bound + REL_L1 * l1 + ABS;
-                if (!(Math.abs(g - exact) <= limit)) expect.fail(`${kind} out[${i}, ${j}] = ${g}, exact ${exact}, allowed ${limit}`);
-                if (g !== base.arrays[2]![i * n + j]) differs = true;
+                bound += ((amax / 127) * 0.5 + 1e-7 * amax) * wl1;
               }
+              const g = got.arrays[2]![i * n + j]!;
+              const limit = bound + REL_L1 * l1 + ABS;
+              if (!(Math.abs(g - exact) <= limit)) expect.fail(`${kind} out[${i}, ${j}] = ${g}, exact ${exact}, allowed ${limit}`);
+              if (g !== base.arrays[2]![i * n + j]) differs = true;
             }
-          },
-        ),
+          }
+        }),
         fcParams(12),
       );
       expect(differs, 'the default runtime kept its f32-activation kernel (some output differs from the q8 one)').toBe(true);

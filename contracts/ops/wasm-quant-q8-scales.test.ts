@@ -5,7 +5,9 @@
 // Q8_0 / Q4_0 block scales (8, 9, 16, 17 and 25 blocks, so the eight-per-step decode of the block factors
 // runs with and without a remainder), Q4_K d / dmin and Q6_K d (1 to 3 super-blocks). Each scale is a
 // normal half, or, where the case asks for them, also zero, negative zero, subnormal, infinite or NaN
-// (the eight-per-step decode takes its exact slow path for a step holding any of the last three). Through
+// (the eight-per-step decode takes its exact slow path for a step holding any of the last three), or
+// also subnormal ones alone (so a step must leave its fast path for them, not only for a zero or a
+// special beside them: Q4_0's four-row decode checks its 32 scales per step at once). Through
 // a real runtime on a host provider, the output equals the scalar twin qmatmulQ8Reference bit for bit
 // (NaN where the twin has NaN). The twin decodes each half with halfToFloat, so a wrong fast path (a
 // subnormal or special scale decoded as a normal one) shows up as different bits.
@@ -29,6 +31,10 @@ const LENGTHS: Readonly<Record<Kind, readonly number[]>> = {
 };
 /** f16 bit patterns other than normal numbers. */
 const ODD_HALVES = [0x0000, 0x8000, 0x0001, 0x83ff, 0x0200, 0x7c00, 0xfc00, 0x7e01];
+/** Subnormal halves only (no zero, infinity or NaN beside them to force a slow path on their own). */
+const SUBNORMAL_HALVES = [0x0001, 0x83ff, 0x0200, 0x03ff, 0x8001];
+/** Which scales besides normal ones a case draws (a quarter of them): none, any odd half, or subnormals. */
+type Odd = 'none' | 'any' | 'subnormal';
 /** Normal halves of scale-like size (2^-10 .. 2^-3), either sign. */
 function normalHalf(r: () => number): number {
   return (r() < 0.5 ? 0 : 0x8000) | ((5 + Math.floor(r() * 8)) << 10) | Math.floor(r() * 1024);
@@ -43,7 +49,7 @@ function halfPlane(kind: Kind, k: number): { at: number; count: number } {
 }
 
 /** n packed rows of random words with their scales drawn as described in the plan. */
-function packedRows(kind: Kind, n: number, k: number, seed: number, odd: boolean): Uint32Array {
+function packedRows(kind: Kind, n: number, k: number, seed: number, odd: Odd): Uint32Array {
   const r = rng(seed);
   const layout = packedRowLayout(kind, k);
   const words = new Uint32Array(n * layout.rowWords);
@@ -52,7 +58,8 @@ function packedRows(kind: Kind, n: number, k: number, seed: number, odd: boolean
   const { at, count } = halfPlane(kind, k);
   for (let j = 0; j < n; j++) {
     for (let h = 0; h < count; h++) {
-      const bits = odd && r() < 0.25 ? ODD_HALVES[Math.floor(r() * ODD_HALVES.length)]! : normalHalf(r);
+      const pool = odd === 'subnormal' ? SUBNORMAL_HALVES : ODD_HALVES;
+      const bits = odd !== 'none' && r() < 0.25 ? pool[Math.floor(r() * pool.length)]! : normalHalf(r);
       view.setUint16(j * layout.rowWords * 4 + at + 2 * h, bits, true);
     }
   }
@@ -70,7 +77,7 @@ describe.each([false, true])('q8-activation kernels on every scale pattern (shar
           fc.integer({ min: 1, max: 3 }),
           fc.integer({ min: 1, max: 9 }),
           fc.constantFrom(...LENGTHS[kind]),
-          fc.boolean(),
+          fc.constantFrom<Odd>('none', 'any', 'subnormal'),
           arb.seed(),
           arb.pads(3),
           async (m, n, k, odd, seed, pads) => {
@@ -84,7 +91,7 @@ describe.each([false, true])('q8-activation kernels on every scale pattern (shar
             expect(Array.from(got.arrays[2]!), `${kind} ${m}x${n}x${k}`).toEqual(Array.from(twin));
           },
         ),
-        fcParams(16),
+        fcParams(20),
       );
     });
   }

@@ -8,10 +8,10 @@
 // compiled. Then, for Q4_0, Q4_K, Q6_K and Q8_0 qmatmuls on host providers (ordinary and shared memory,
 // element offsets with canaries, contracts/support/run-host.ts):
 //   - the runtime reports the relaxed set with q8 activations;
-//   - seeded properties over M (1 and small prefill), N (1, primes, tails) and K (from one block; Q4_0 and
-//     Q8_0 also K not a multiple of 256): the relaxed 'wasm-q8' output equals the scalar twin
-//     qmatmulQ8Reference bit for bit, and so does the plain build's (the seam hostKernelFaults.noRelaxedSimd)
-//     on the same operands;
+//   - seeded properties over M (1 and small prefill), N (1, the kernels' row groups and their tails, primes)
+//     and K (from one block; Q4_0 and Q8_0 also K not a multiple of 256; contracts/support/q8-shapes.ts):
+//     the relaxed 'wasm-q8' output equals the scalar twin qmatmulQ8Reference bit for bit, and so does the
+//     plain build's (the seam hostKernelFaults.noRelaxedSimd) on the same operands;
 //   - the instruction itself (contracts/ops/relaxed-dot-probe.wat): i16x8.relaxed_dot_i8x16_i7x16_s gives
 //     a[2j] b[2j] + a[2j+1] b[2j+1] exactly for random signed a and b in 0..127 and at the extremes; the
 //     i32x4 ..._add_s form is only reported (Node 20's V8 gets it wrong: scripts/relaxed-dot-check.mjs);
@@ -26,6 +26,8 @@ import { QMATMUL, packedRowLayout } from '../../src/submit/ops/index.js';
 import { hostKernelFaults } from '../../src/submit/wasm/kernels.js';
 import { qmatmulQ8Reference } from '../../src/submit/wasm/q8-activation.js';
 import { fc, fcParams } from '../support/fc.js';
+import { Q8_KINDS, WEIGHT_BLOCK, q8Shape } from '../support/q8-shapes.js';
+import type { Q8Kind } from '../support/q8-shapes.js';
 import { runHostOp } from '../support/run-host.js';
 import type { HostOperand } from '../support/run-host.js';
 import { arb, randomF32, rng } from './harness.js';
@@ -40,10 +42,8 @@ if (typeof window === 'undefined') {
   afterAll(() => v8.setFlagsFromString('--no-experimental-wasm-relaxed-simd'));
 }
 
-const KINDS = ['Q4_0', 'Q4_K', 'Q6_K', 'Q8_0'] as const;
-type Kind = (typeof KINDS)[number];
-const WEIGHT_BLOCK = { Q8_0: 32, Q4_0: 32, Q4_K: 256, Q6_K: 256 } as const;
-const TAIL_SIZES = [1, 2, 3, 5, 7, 11, 13, 17, 31, 37];
+const KINDS = Q8_KINDS;
+type Kind = Q8Kind;
 
 const f32 = (shape: number[], data: Float32Array): HostOperand => ({ dtype: 'f32', shape, data });
 
@@ -113,17 +113,9 @@ describe.each([false, true])('relaxed-SIMD q8-activation kernels (shared memory:
   for (const kind of KINDS) {
     it(`[OPS-wasm-q8-activation] ${kind}: the relaxed build equals the scalar twin (and the plain build) bit for bit`, async () => {
       await fc.assert(
-        fc.asyncProperty(
-          fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 4 })),
-          fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(...TAIL_SIZES)),
-          fc.integer({ min: 1, max: 11 }),
-          arb.seed(),
-          arb.pads(3),
-          async (m, n, blocks, seed, pads) => {
-            const k = WEIGHT_BLOCK[kind] * (WEIGHT_BLOCK[kind] === 256 ? 1 + (blocks % 2) : blocks);
-            await expectTwin(kind, randomF32(seed, m * k), randomGgufRows(kind, n, k, seed + 1), m, n, k, pads);
-          },
-        ),
+        fc.asyncProperty(q8Shape(kind, 11), arb.seed(), arb.pads(3), async ({ m, n, k }, seed, pads) => {
+          await expectTwin(kind, randomF32(seed, m * k), randomGgufRows(kind, n, k, seed + 1), m, n, k, pads);
+        }),
         fcParams(14),
       );
     });

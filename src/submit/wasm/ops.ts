@@ -138,10 +138,10 @@ const Q8_SUM_LANES = 4;
 /** Bytes per block of quantized x: 32 i16 values, an f32 scale and the block's four f32 lane sums. */
 const Q8_X_BLOCK_BYTES = Q8_BLOCK * 2 + F32_BYTES + Q8_SUM_LANES * F32_BYTES;
 
-/** Scratch of wasm/quant.wat's qmatmul_q8: per-row factors (K / 4 bytes), then every row of x quantized. */
+/** Scratch of wasm/quant.wat's qmatmul_q8: per-row factors (K / 2 bytes), then every row of x quantized. */
 export function q8ScratchBytes(m: number, k: number): number {
   const blocks = k / Q8_BLOCK;
-  return blocks * 2 * F32_BYTES + m * blocks * Q8_X_BLOCK_BYTES;
+  return blocks * 4 * F32_BYTES + m * blocks * Q8_X_BLOCK_BYTES;
 }
 
 /** The kinds the q8-activation choice changes (their kernel quantizes x to 8-bit blocks first). */
