@@ -7,7 +7,7 @@
 //     steps, fused within 2e-4·(1 + |logit|) of unfused with the same argmax everywhere, and stories260K's
 //     greedy continuation equal to llama2.c's published ids through the fused list;
 // (2) TS-fused-dispatches: a decode step is 4 dispatches per dense layer + 3 (embedding, classifier with the
-//     final norm folded in, argmax) fused (fused_attention_block, then O, gate/up, down); unfused 17 per layer + 4 on the host, and on WebGPU 6 per F32 layer + 3
+//     final norm folded in, argmax) fused (fused_attention_block, then O, gate/up, down); unfused 14 per layer + 4 on the host (a one-row step's Q/K/V into one qkv row, then fused_rope_kv), and on WebGPU 6 per F32 layer + 3
 //     (matmul_nt_norm_qkv + fused_rope_kv, O and down adding into the residual, matmul_nt_norm_glu; the final
 //     norm folded into the classifier, matmul_nt_norm); a cache longer than attentionSplit takes the
 //     two-pass attention split over positions with a combine (6 per layer), and then gives the block's logits within
@@ -52,7 +52,8 @@ const FUSED_PER_LAYER = 4;
 /** The fused list where the attention block does not apply: fused_norm_qkv_rope, fused_attention_split, the combine, O, gate/up, down. */
 const FUSED_SPLIT_PER_LAYER = 6;
 const FUSED_PER_STEP = 3;
-const UNFUSED_PER_LAYER = 17;
+/** The unfused list on the host: rmsnorm, Q, K, V (into one qkv row), fused_rope_kv, attention, O, add, rmsnorm, gate, up, silu_mul, down, add. */
+const UNFUSED_PER_LAYER = 14;
 /** The unfused list on WebGPU, F32 weights: norm+Q/K/V, fused_rope_kv, attention, O (+x), norm+gate/up/SiLU, down (+x). */
 const UNFUSED_WEBGPU_F32_PER_LAYER = 6;
 const UNFUSED_PER_STEP = 4;

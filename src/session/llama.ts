@@ -30,7 +30,10 @@
 // list's workgroup reductions on the CPU and runs it many times slower) and under a bounded window.
 // - 'unfused': rmsnorm, Q, K, V, (3 bias_add), 2 rope, 2 kv_write, attention, O, add, rmsnorm, gate, up,
 //   silu_mul, down, add: 17 dispatches per dense layer (20 with biases), plus rmsnorm, classifier and
-//   argmax (and the embedding) per step. On WebGPU the same list saves dispatches and passes over memory
+//   argmax (and the embedding) per step. A one-row (decode) step on either provider writes Q, K and V
+//   side by side into one qkv row and rotates Q and K and writes the KV cache in one fused_rope_kv pass
+//   (the host's kernel for it is rope's kernel plus kv_write's copies: the same bits as the four
+//   dispatches): 14 per dense layer on the host. On WebGPU the same list saves dispatches and passes over memory
 //   with kernels of the same per-invocation shape (no workgroup reductions): O and down with F32 weights
 //   add into the residual in their epilogue (matmul_nt_add: no xb2 round trip, no add), and a one-row
 //   (decode) step writes Q, K and V side by side into one qkv row (F32 weights in one part each: the
@@ -137,6 +140,7 @@ import {
   sample,
   stepIds,
 } from '../submit/index.js';
+import { hostRopeKv } from '../submit/ops/fused-rope-kv.js';
 import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
 import type { ArchitectureEntry, LayerRole, LayerWeights, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, ModelTensor, WeightTensor } from '../model/index.js';
@@ -737,8 +741,8 @@ export class LlamaForward {
     // place (only a routed FFN's router still goes through it).
     const needsSplitScratch = largestSplitPart > 0 && (!fused || entry.ffn === 'routed');
     const widths = activationWidths(c, entry);
-    // The unfused list on WebGPU projects a one-row step's Q/K/V into a qkv row for fused_rope_kv.
-    if (qkvSplit || (!fused && provider.kind === 'webgpu')) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
+    // The unfused list (both providers) projects a one-row step's Q/K/V into a qkv row for fused_rope_kv.
+    if (qkvSplit || !fused) widths['qkv'] = ['f32', c.qDim + 2 * c.kvDim];
     const attentionParts = splitAttention ? c.heads * maxSplits(maxSeq, splitLen) * (c.headDim + 2) : 0;
     const buffers: [string, number][] = [
       ...Object.entries(widths).map(([name, [, width]]): [string, number] => [name, maxBatch * width * F32_BYTES]),
@@ -1702,6 +1706,10 @@ export class LlamaForward {
     // in one matmul_nt_norm_glu (F32).
     const gpuEpilogues = !fused && this.runtime.provider.kind === 'webgpu';
     const oneRow = gpuEpilogues && T === 1;
+    // On the host a one-row step takes the qkv row + fused_rope_kv too (its wasm entry rotates with the
+    // rope kernel and copies rows as kv_write does, its host twin is rope + kv_write: the same bits, 3
+    // dispatches fewer per layer); the WebGPU-only F32 epilogue kernels have no host kernel of their own.
+    const qkvRow = !fused && T === 1;
     /** x += input · Wᵀ: matmul_nt_add into x (one dispatch per part) where it applies, else through xb2 and add_inplace. */
     const residualLinear = (input: string, w: Matrix): void => {
       if (gpuEpilogues && w.kind === 'F32' && (w.parts.length === 1 || T === 1)) {
@@ -1731,16 +1739,16 @@ export class LlamaForward {
         return;
       }
       const attnNorm = vec('attnNorm', L.attnNorm, dim);
-      if (oneRow) {
-        // Q, K and V side by side in one qkv row (with F32 weights in one part each, the norm folded in:
-        // one matmul_nt_norm_qkv), then RoPE of Q and K and the KV-cache write in one pass.
+      if (qkvRow) {
+        // Q, K and V side by side in one qkv row (on WebGPU with F32 weights in one part each, the norm
+        // folded in: one matmul_nt_norm_qkv), then RoPE of Q and K and the KV-cache write in one pass.
         const qkvAlloc = act('qkv');
         const width = qDim + 2 * kvDim;
         const qkv = rows('qkv', [T, width]);
         const qv = view(qkvAlloc, 'f32', [1, qDim], 0);
         const kv = view(qkvAlloc, 'f32', [1, kvDim], qDim);
         const vv = view(qkvAlloc, 'f32', [1, kvDim], qDim + kvDim);
-        if ([L.q, L.k, L.v].every((w) => w.kind === 'F32' && w.parts.length === 1) && qDim % QKV_TILE === 0 && kvDim % QKV_TILE === 0) {
+        if (oneRow && [L.q, L.k, L.v].every((w) => w.kind === 'F32' && w.parts.length === 1) && qDim % QKV_TILE === 0 && kvDim % QKV_TILE === 0) {
           add(matmulNTNormQkv, [x, attnNorm, partName(L.q, 0), partName(L.k, 0), partName(L.v, 0), qkv], { m: T, k: dim, qRows: qDim, kvRows: kvDim, eps: plan.eps });
         } else {
           add(rmsnorm, [x, attnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
@@ -1753,7 +1761,7 @@ export class LlamaForward {
           add(biasAdd, [kv, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
           add(biasAdd, [vv, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
         }
-        add(fusedRopeKv, [qkv, q, kc, vc], (s: StepValues) => ({ count: T, ...ropeKvOf(s) }));
+        add(gpuEpilogues ? fusedRopeKv : hostRopeKv, [qkv, q, kc, vc], (s: StepValues) => ({ count: T, ...ropeKvOf(s) }));
       } else {
         add(rmsnorm, [x, attnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
         linear(xb, L.q, q, act('q'), 0, T);

@@ -138,3 +138,12 @@ function make<A extends FusedRopeKvArrays | FusedRopeKvBiasArrays>(bias: boolean
 
 export const fusedRopeKv: OpDef<FusedRopeKvParams, FusedRopeKvArrays> = make<FusedRopeKvArrays>(false);
 export const fusedRopeKvBias: OpDef<FusedRopeKvParams, FusedRopeKvBiasArrays> = make<FusedRopeKvBiasArrays>(true);
+
+/**
+ * fused_rope_kv for the unfused list of a one-row step on the host: the same op (shader, checks, host
+ * twin) under its own identity, which the host executor runs with rope's WebAssembly kernel plus
+ * kv_write's row copies (src/submit/wasm/ops.ts), the same bits as the rope and kv_write dispatches it
+ * replaces. The library's fusedRopeKv keeps its host twin on the host, so the fused list's split path
+ * stays bit for bit its one-pass op (whose twin rotates as rope's twin does).
+ */
+export const hostRopeKv: OpDef<FusedRopeKvParams, FusedRopeKvArrays> = { ...fusedRopeKv };

@@ -17,6 +17,8 @@ import { PACKED_BLOCK, PACKED_KINDS, packedRowLayout } from '../ops/qmatmul-layo
 import type { PackedKind } from '../ops/qmatmul-layout.js';
 import { PACKED_KIND_ID } from '../ops/qunit.js';
 import { rmsnorm } from '../ops/rmsnorm.js';
+import { hostRopeKv } from '../ops/fused-rope-kv.js';
+import type { FusedRopeKvParams } from '../ops/fused-rope-kv.js';
 import { rope, ropeTable } from '../ops/rope.js';
 import type { RopeParams } from '../ops/rope.js';
 import { siluMul } from '../ops/silu-mul.js';
@@ -114,6 +116,44 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
 
 /** The last plain rope table written (see writeRopeTable): its frequencies, rows, pairing and values. */
 let lastRopeTable: { readonly freq: Float32Array; readonly pos0: number; readonly count: number; readonly neox: boolean; readonly values: Float32Array } | undefined;
+
+/** An f32 view of the whole memory, derived again only when the memory grew (its buffer changed). */
+let heap: Float32Array | undefined;
+
+function heapOf(k: WasmKernels): Float32Array {
+  const buffer = k.memory.buffer;
+  if (heap === undefined || heap.buffer !== buffer) heap = new Float32Array(buffer);
+  return heap;
+}
+
+/**
+ * hostRopeKv (fused_rope_kv without biases under its own identity, src/submit/ops/fused-rope-kv.ts):
+ * each row's Q, K and V columns of qkv copied to q and to rows pos0.. of the caches (kv_write's exact
+ * copies), then rope's kernel over q and over the new K cache rows (contiguous: the cache's row width is
+ * kvDim) with one table for both (it depends on the rows, not the heads). The same kernel over the same
+ * values as rope on q and on k then kv_write, so the same bits.
+ */
+function fusedRopeKvRun(k: WasmKernels, p: FusedRopeKvParams, at: readonly number[], scratch: number): void {
+  const f = heapOf(k);
+  const { count, headDim, pos0 } = p;
+  const qDim = p.heads * headDim;
+  const kvDim = p.kvHeads * headDim;
+  const width = qDim + 2 * kvDim;
+  const qkv = at[0]! / F32_BYTES;
+  const q = at[1]! / F32_BYTES;
+  const kRow = at[2]! / F32_BYTES + pos0 * kvDim;
+  const vRow = at[3]! / F32_BYTES + pos0 * kvDim;
+  for (let t = 0; t < count; t++) {
+    const row = qkv + t * width;
+    f.copyWithin(q + t * qDim, row, row + qDim);
+    f.copyWithin(kRow + t * kvDim, row + qDim, row + qDim + kvDim);
+    f.copyWithin(vRow + t * kvDim, row + qDim + kvDim, row + width);
+  }
+  writeRopeTable(k, p, scratch);
+  const neox = p.style === 'neox' ? 1 : 0;
+  k.f32.rope(at[1]!, scratch, count, p.heads, headDim, neox);
+  k.f32.rope(kRow * F32_BYTES, scratch, count, p.kvHeads, headDim, neox);
+}
 
 /** Elements per group of the groups form (wasm/quant.wat: one scale, and one min, per group). */
 const GROUP = 16;
@@ -221,6 +261,7 @@ function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
         k.f32.rope(x!, scratch, p.count, p.heads, p.headDim, p.style === 'neox' ? 1 : 0);
       },
     }),
+    entry(hostRopeKv, { scratchBytes: ropeTableBytes, run: fusedRopeKvRun }),
     entry(attention, {
       scratchBytes: (p) => (p.pos0 + p.count) * F32_BYTES,
       run: (k, p, [q, kk, v, out], scratch) =>
