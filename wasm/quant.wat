@@ -1351,11 +1351,11 @@
   ;; the quantizer stores them). x of group t of step (h, l): bytes at $xe + 64t, sums at $xe + 64t + 32
   ;; ($xe = $xq + 64 (8b + 4h) + l).
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
-    (param $o0 i32) (param $o1 i32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32)
+    (param $f i32) (param $o0 i32) (param $o1 i32)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
     (local $d0 v128) (local $d1 v128) (local $fs0 v128) (local $fs1 v128) (local $xs v128) (local $xv v128) (local $q v128)
     (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
-    (local $m0f v128) (local $m30 v128)
+    (local $s16 v128) (local $xa v128) (local $xb v128) (local $m0f v128) (local $m30 v128)
     (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
     (local.set $m0f (i8x16.splat (i32.const 0x0f)))
     (local.set $m30 (i8x16.splat (i32.const 0x30)))
@@ -1375,6 +1375,28 @@
             (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
               (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
             (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        ;; The 16 factors of each row's super-block, f(f(d sc_s) d_x) for scale s (sign-extended byte s of the
+        ;; 16; x's block 8b + 4 (s / 8) + (s mod 8) / 2): row 0's at $f + 4s, row 1's at $f + 64 + 4s.
+        (local.set $xa (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
+        (local.set $xb (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
+        (local.set $s16 (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
+        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
+        (local.set $s16 (v128.load (i32.add (i32.add (i32.add (local.get $w0) (local.get $dw)) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
+        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
+        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
+        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
+        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
         (local.set $step (i32.const 0))
         (block $stepsDone
           (loop $steps
@@ -1385,19 +1407,8 @@
             (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
             (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
               (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
-            (local.set $sc (i32.add (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
-              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
-            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
-            ;; times x's block scales 8b + 4h + t.
-            (local.set $xs (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2)))))
-            (local.set $q (v128.load64_zero (local.get $sc)))
-            (local.set $fs0 (f32x4.mul (f32x4.mul (local.get $d0)
-              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
-              (local.get $xs)))
-            (local.set $q (v128.load64_zero (i32.add (local.get $sc) (local.get $dw))))
-            (local.set $fs1 (f32x4.mul (f32x4.mul (local.get $d1)
-              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
-              (local.get $xs)))
+            ;; Group t's factors: scale 8h + l / 16 + 2t, at $fp + 8t (row 1: + 64).
+            (local.set $fp (i32.add (local.get $f) (i32.add (i32.shl (local.get $h) (i32.const 5)) (i32.shr_u (local.get $l) (i32.const 2)))))
             (local.set $qa0 (v128.load (local.get $ql)))
             (local.set $qc0 (v128.load offset=32 (local.get $ql)))
             (local.set $qh0 (v128.load (local.get $qh)))
@@ -1412,44 +1423,44 @@
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs0) (local.get $fs0)))))
+              (v128.load32_splat offset=0 (local.get $fp)))))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fs1) (local.get $fs1)))))
+              (v128.load32_splat offset=64 (local.get $fp)))))
             ;; t = 1: low nibbles of ql[32 + l..], qh bits 2..3.
             (local.set $xv (v128.load offset=64 (local.get $xe)))
             (local.set $xs (v128.load offset=96 (local.get $xe)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs0) (local.get $fs0)))))
+              (v128.load32_splat offset=8 (local.get $fp)))))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fs1) (local.get $fs1)))))
+              (v128.load32_splat offset=72 (local.get $fp)))))
             ;; t = 2: high nibbles of ql[l..], qh bits 4..5.
             (local.set $xv (v128.load offset=128 (local.get $xe)))
             (local.set $xs (v128.load offset=160 (local.get $xe)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs0) (local.get $fs0)))))
+              (v128.load32_splat offset=16 (local.get $fp)))))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fs1) (local.get $fs1)))))
+              (v128.load32_splat offset=80 (local.get $fp)))))
             ;; t = 3: high nibbles of ql[32 + l..], qh bits 6..7.
             (local.set $xv (v128.load offset=192 (local.get $xe)))
             (local.set $xs (v128.load offset=224 (local.get $xe)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs0) (local.get $fs0)))))
+              (v128.load32_splat offset=24 (local.get $fp)))))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
               (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30)))))
               (local.get $xs)))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fs1) (local.get $fs1)))))
+              (v128.load32_splat offset=88 (local.get $fp)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1466,11 +1477,11 @@
   ;; $quantize_x16: x of group t of step (h, l) at $xe + 64t, even elements, and $xe + 64t + 16, odd ones, with
   ;; $xe = $xq + 2 (256b + 128h + l)); the same f32 steps in the same order.
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
-    (param $o0 i32) (param $o1 i32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32)
+    (param $f i32) (param $o0 i32) (param $o1 i32)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
     (local $dr0 v128) (local $dr1 v128) (local $fr0 v128) (local $fr1 v128) (local $xs v128) (local $xv v128) (local $q v128)
     (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
-    (local $m0f v128) (local $m30 v128) (local $m20 v128)
+    (local $s16 v128) (local $xa v128) (local $xb v128) (local $m0f v128) (local $m30 v128) (local $m20 v128)
     (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
     (local.set $m0f (i8x16.splat (i32.const 0x0f)))
     (local.set $m30 (i8x16.splat (i32.const 0x30)))
@@ -1491,6 +1502,28 @@
             (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
               (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
             (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
+        ;; The 16 factors of each row's super-block, f(f(d sc_s) d_x) for scale s (sign-extended byte s of the
+        ;; 16; x's block 8b + 4 (s / 8) + (s mod 8) / 2): row 0's at $f + 4s, row 1's at $f + 64 + 4s.
+        (local.set $xa (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
+        (local.set $xb (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
+        (local.set $s16 (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
+        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
+        (local.set $s16 (v128.load (i32.add (i32.add (i32.add (local.get $w0) (local.get $dw)) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
+        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
+        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
+        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
+        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
+          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
         (local.set $step (i32.const 0))
         (block $stepsDone
           (loop $steps
@@ -1501,19 +1534,8 @@
             (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
             (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
               (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
-            (local.set $sc (i32.add (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))
-              (i32.add (i32.shl (local.get $h) (i32.const 3)) (i32.shr_u (local.get $l) (i32.const 4)))))
-            ;; Scale bytes 8h + l / 16 + 2t (the even bytes of the 8 at 8h + l / 16, sign-extended), times d,
-            ;; times x's block scales 8b + 4h + t.
-            (local.set $xs (v128.load (i32.add (local.get $xd) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 3)) (i32.shl (local.get $h) (i32.const 2))) (i32.const 2)))))
-            (local.set $q (v128.load64_zero (local.get $sc)))
-            (local.set $fr0 (f32x4.mul (f32x4.mul (local.get $dr0)
-              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
-              (local.get $xs)))
-            (local.set $q (v128.load64_zero (i32.add (local.get $sc) (local.get $dw))))
-            (local.set $fr1 (f32x4.mul (f32x4.mul (local.get $dr1)
-              (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)))))
-              (local.get $xs)))
+            ;; Group t's factors: scale 8h + l / 16 + 2t, at $fp + 8t (row 1: + 64).
+            (local.set $fp (i32.add (local.get $f) (i32.add (i32.shl (local.get $h) (i32.const 5)) (i32.shr_u (local.get $l) (i32.const 2)))))
             (local.set $qa0 (v128.load (local.get $ql)))
             (local.set $qc0 (v128.load offset=32 (local.get $ql)))
             (local.set $qh0 (v128.load (local.get $qh)))
@@ -1528,48 +1550,48 @@
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fr0) (local.get $fr0)))))
+              (v128.load32_splat offset=0 (local.get $fp)))))
             (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30))) (local.get $m20)))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3 (local.get $fr1) (local.get $fr1)))))
+              (v128.load32_splat offset=64 (local.get $fp)))))
             (local.set $xv (v128.load offset=64 (local.get $xe)))
             (local.set $xs (v128.load offset=80 (local.get $xe)))
             (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fr0) (local.get $fr0)))))
+              (v128.load32_splat offset=8 (local.get $fp)))))
             (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 4 5 6 7 4 5 6 7 4 5 6 7 4 5 6 7 (local.get $fr1) (local.get $fr1)))))
+              (v128.load32_splat offset=72 (local.get $fp)))))
             (local.set $xv (v128.load offset=128 (local.get $xe)))
             (local.set $xs (v128.load offset=144 (local.get $xe)))
             (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30))) (local.get $m20)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fr0) (local.get $fr0)))))
+              (v128.load32_splat offset=16 (local.get $fp)))))
             (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30))) (local.get $m20)))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 8 9 10 11 8 9 10 11 8 9 10 11 8 9 10 11 (local.get $fr1) (local.get $fr1)))))
+              (v128.load32_splat offset=80 (local.get $fp)))))
             (local.set $xv (v128.load offset=192 (local.get $xe)))
             (local.set $xs (v128.load offset=208 (local.get $xe)))
             (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
             (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fr0) (local.get $fr0)))))
+              (v128.load32_splat offset=24 (local.get $fp)))))
             (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
             (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
               (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
               (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (i8x16.shuffle 12 13 14 15 12 13 14 15 12 13 14 15 12 13 14 15 (local.get $fr1) (local.get $fr1)))))
+              (v128.load32_splat offset=88 (local.get $fp)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1693,7 +1715,7 @@
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
   ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0, two
-  ;; rows' for Q8_0, a super-block's 16 factors for Q4_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; rows' for Q8_0, a super-block's 16 factors for Q4_K, two rows' 16 of a super-block for Q6_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
   ;; and 16 of lane sums (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
@@ -1778,7 +1800,7 @@
                 (br_if $q6xDone (i32.ge_u (local.get $i) (local.get $m)))
                 (call $dot2_q6_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd))
                   (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))) (i32.add (local.get $w) (i32.mul (local.get $next) (local.get $rowBytes)))
-                  (local.get $supers) (local.get $p0) (local.get $p1) (local.get $p2)
+                  (local.get $supers) (local.get $p0) (local.get $p1) (local.get $p2) (local.get $scratch)
                   (i32.add (i32.add (local.get $out) (local.get $o)) (i32.mul (local.get $i) (local.get $nBytes)))
                   (i32.add (i32.add (local.get $out) (i32.shl (local.get $next) (i32.const 2))) (i32.mul (local.get $i) (local.get $nBytes))))
                 (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
