@@ -2,12 +2,16 @@
 // names one of the mutant's guarantees fail (DESIGN.md: a guarantee is not done until its mutation is
 // killed).
 //
-// Contract. Mutants are applied in a private copy of the working tree (tracked and untracked, non-ignored
-// files; node_modules linked), a sibling of the checkout so `../shared` still resolves. The checkout itself
-// is never edited, so other work in it (people, editors, git commits) can never see a mutated file. Each
-// lane (`"lane": "node"` by default, or `"browser"`) is ONE warm vitest instance for the whole run
+// Contract. Mutants are applied in private copies of the working tree (tracked and untracked, non-ignored
+// files; node_modules linked), siblings of the checkout so `../shared` still resolves. The checkout itself
+// is never edited, so other work in it (people, editors, git commits) can never see a mutated file. The
+// run is split over parallel jobs (--jobs N; default the machine's cores, at most MAX_JOBS): each job has
+// its own copy, and at most one mutant applied in it at a time, so a mutant is visible only to its own
+// job's lane. A job takes a lane (`"lane": "node"` by default, or `"browser"`; the lane with mutants left
+// and the fewest jobs on it, at most one job on the browser lane) and runs ONE warm vitest instance of it
 // (scripts/mutants/lane-server.mjs: vitest's Node API; the browser lane keeps one Vite server and one
-// Chromium). For each mutant: apply one exact text replacement to one source file of the copy, have the
+// Chromium) in its copy, taking that lane's mutants one by one from the lane's shared queue until none is
+// left, then the next lane. For each mutant: apply one exact text replacement to one source file of the copy, have the
 // lane drop what it cached of that file (and rebuild dist/workers when the node lane's Node build reads
 // it), run the named test files with only the tests whose titles carry the mutant's IDs selected, restore
 // the file byte for byte, and have the lane drop its cache of the file again. A mutant may name a `focus`
@@ -31,8 +35,8 @@
 //   stale             the `find` text is missing or not unique (the list went stale)
 // Only `killed` passes; anything else makes the run exit 1. Before any mutant, a control run per lane
 // checks that the suites pass unmutated (otherwise a failure would mean nothing). Isolation is checked,
-// not assumed: every LEAK_CHECK_EVERY mutants of a lane, and after its last, each file mutated since the
-// last check is checked once: a test that killed the last mutant of that file (of its failed named tests,
+// not assumed: every LEAK_CHECK_EVERY mutants of a job's lane, and after its last, each file mutated there
+// since the last check is checked once, in that job's lane: a test that killed the last mutant of that file (of its failed named tests,
 // the quickest in the control run) runs again on the restored tree and must pass. A file's state at the
 // check is its last write, so a restore the lane's modules missed shows as that mutant's code and fails
 // its killing test again (a missed restore of an earlier mutant of the file was overwritten by the later
@@ -40,7 +44,8 @@
 // summary line and failing the run. A mutant that was not killed fails the run anyway. The
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
-// Usage: node scripts/mutants.mjs [--only ID[,ID]] [--json] [--report FILE]
+// Usage: node scripts/mutants.mjs [--only ID[,ID]] [--jobs N] [--json] [--report FILE]
+// --jobs N (or TENON_MUTANT_JOBS=N) sets the number of parallel jobs.
 // --report writes a JSON record ({ kind: 'tenon-mutants', ok, killed, total, line, results }) that
 // scripts/summary.mjs prints on its own line; mutants are never counted as tests.
 // --lane-reports DIR takes each lane's control from DIR/<lane>.json, the JSON report of a lane run of the same
@@ -52,6 +57,7 @@
 // runner ends, so a stopped run leaves no vitest or Chromium behind.
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERDICTS, idPattern, judge, namedTests, summaryLine, testsOf } from './mutants/judge.mjs';
@@ -63,6 +69,8 @@ const DEFAULT_RUN_LIMIT_MS = 5 * 60 * 1000;
 const CONTROL_LIMIT_MS = 30 * 60 * 1000;
 /** Mutants of a lane between two leak checks (there is always one after a lane's last mutant). */
 const LEAK_CHECK_EVERY = 50;
+/** The most parallel jobs (private copies, each with its own warm lane) a run uses. */
+const MAX_JOBS = 4;
 
 const checkout = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -127,19 +135,22 @@ if (unknown.length > 0) {
 }
 selected = mutants.filter((m) => !only || only.includes(m.id));
 
-// The private copy the mutants are applied to.
-const root = realpathSync(mkdtempSync(join(checkout, '..', '.tenon-mutants-')));
+// Parallel jobs (--jobs N, default: the machine's cores, at most MAX_JOBS): each job is a private copy of
+// the tree with its own warm lane, pulling the next mutant of a lane from that lane's queue, so a mutant is
+// only ever visible in its own job's copy and lane.
+const jobs = Math.max(1, Math.min(MAX_JOBS, Math.floor(Number(option('--jobs') ?? process.env['TENON_MUTANT_JOBS'] ?? availableParallelism())) || 1));
 // TENON_FC_END_ON_FAILURE: a property a mutant breaks ends at its first counterexample instead of
 // shrinking it (contracts/support/fc.ts); the verdict needs only the failure, and shrinking a broken kernel
 // over a software adapter costs more than the run itself.
 const laneEnv = { ...process.env, FORCE_COLOR: '0', TENON_FC_END_ON_FAILURE: '1' };
 
-let restore;
-const restoreNow = () => {
-  if (restore) {
-    restore();
-    restore = undefined;
-  }
+/** The private copies (one per job), removed when the runner exits. */
+const copies = [];
+/** Each job's pending restore of the file it mutated (run when the runner is stopped mid-mutant). */
+const restores = new Set();
+const restoreAll = () => {
+  for (const restore of restores) restore();
+  restores.clear();
 };
 const stopLanes = () => {
   for (const pid of liveServers) killGroup(pid);
@@ -147,14 +158,14 @@ const stopLanes = () => {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     stopLanes();
-    restoreNow();
+    restoreAll();
     process.exit(130);
   });
 }
 process.on('exit', () => {
   stopLanes();
-  restoreNow();
-  rmSync(root, { recursive: true, force: true });
+  restoreAll();
+  for (const copy of copies) rmSync(copy, { recursive: true, force: true });
 });
 
 const files = await new Promise((resolve) => {
@@ -167,15 +178,23 @@ if (files === undefined) {
   console.log('mutants: cannot list the working tree (git ls-files failed)');
   process.exit(1);
 }
-for (const rel of files.split('\0').filter(Boolean)) {
-  mkdirSync(dirname(join(root, rel)), { recursive: true });
-  try {
-    cpSync(join(checkout, rel), join(root, rel));
-  } catch {
-    // listed but deleted in the working tree: not part of it
+const treeFiles = files.split('\0').filter(Boolean);
+
+/** A fresh private copy of the working tree (a sibling of the checkout, so `../shared` resolves). */
+function makeCopy() {
+  const root = realpathSync(mkdtempSync(join(checkout, '..', '.tenon-mutants-')));
+  copies.push(root);
+  for (const rel of treeFiles) {
+    mkdirSync(dirname(join(root, rel)), { recursive: true });
+    try {
+      cpSync(join(checkout, rel), join(root, rel));
+    } catch {
+      // listed but deleted in the working tree: not part of it
+    }
   }
+  symlinkSync(join(checkout, 'node_modules'), join(root, 'node_modules'), 'dir');
+  return root;
 }
-symlinkSync(join(checkout, 'node_modules'), join(root, 'node_modules'), 'dir');
 
 const seconds = (ms) => (ms / 1000).toFixed(1);
 const say = (text) => {
@@ -224,42 +243,66 @@ function laneControl(lane, suites) {
   return ok ? testsOf(report, base) : undefined;
 }
 
-/** Runs one lane: its control, its mutants, its leak checks. Returns false when its control failed. */
-async function runLane(lane, inLane) {
-  const client = new LaneClient(lane, root, laneEnv);
-  const suites = [...new Set(inLane.flatMap((m) => m.tests))];
-  const controlFailed = (why) => {
-    console.log(client.output);
-    console.log(`control  ${lane} suites fail unmutated (${why}): ${suites.join(' ')}`);
-    client.stop();
-    finish({ control: `${lane} lane, ${why}` });
-  };
-  const started = Date.now();
-  try {
-    await client.start();
-  } catch (error) {
-    controlFailed(error.message);
-  }
-  const ready = Date.now();
-  // Control: the suites must pass on the unmutated tree, or a failure would mean nothing; it also finds
-  // the tests that name each mutant's guarantees (a mutant nothing names can never be killed). A lane
-  // report of the same tree that holds every suite, passed, already is that evidence.
-  const previous = laneControl(lane, suites);
-  let controlTests;
-  if (previous !== undefined) {
-    controlTests = previous;
-    say(`control  ${lane} suites passed unmutated in the lane run (${laneReports}/${lane}.json): ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s)`);
-  } else {
+/** Each lane's mutants not yet taken by a job, in list order. */
+const queues = new Map();
+for (const m of selected) queues.set(laneOf(m), [...(queues.get(laneOf(m)) ?? []), m]);
+/** Jobs working on each lane now. */
+const active = new Map([...queues.keys()].map((lane) => [lane, 0]));
+/** The most jobs one lane may have at once: one Chromium (and one Vite browser server) at a time. */
+const LANE_JOBS = { browser: 1 };
+/** Each lane's control tests: decided once, by the first job on the lane, and shared by every job on it. */
+const controls = new Map();
+
+/**
+ * The control tests of `lane`: the suites its mutants name must pass on the unmutated tree, or a failure
+ * would mean nothing; it also finds the tests that name each mutant's guarantees (a mutant nothing names
+ * can never be killed). A lane report of the same tree that holds every suite, passed, already is that
+ * evidence; otherwise the first job on the lane runs the control on its (still unmutated) copy.
+ */
+function controlOf(lane, client, root, started, ready) {
+  if (controls.has(lane)) return controls.get(lane);
+  const suites = [...new Set(selected.filter((m) => laneOf(m) === lane).flatMap((m) => m.tests))];
+  const decided = (async () => {
+    const previous = laneControl(lane, suites);
+    if (previous !== undefined) {
+      say(`control  ${lane} suites passed unmutated in the lane run (${laneReports}/${lane}.json): ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s)`);
+      return previous;
+    }
     const control = await client.run(
       suites.map((file) => ({ file })),
       CONTROL_LIMIT_MS,
     );
     if (control.timedOut || control.status !== 0 || control.report === undefined) {
-      controlFailed(control.timedOut ? 'timed out' : control.report === undefined ? `no report${control.note ? `: ${control.note}` : ''}` : `exit ${control.status}`);
+      console.log(client.output);
+      console.log(`control  ${lane} suites fail unmutated: ${suites.join(' ')}`);
+      client.stop();
+      finish({ control: `${lane} lane, ${control.timedOut ? 'timed out' : control.report === undefined ? `no report${control.note ? `: ${control.note}` : ''}` : `exit ${control.status}`}` });
     }
-    controlTests = testsOf(control.report, root);
     say(`control  ${lane} suites pass unmutated: ${suites.join(' ')} (lane ready in ${seconds(ready - started)}s, control ${seconds(Date.now() - ready)}s)`);
+    return testsOf(control.report, root);
+  })();
+  controls.set(lane, decided);
+  return decided;
+}
+
+/**
+ * Runs mutants of one lane in one job's copy (`root`) until the lane's queue is empty: its control (the
+ * lane's, shared), its mutants, its leak checks.
+ */
+async function runLane(lane, root, job) {
+  const client = new LaneClient(lane, root, laneEnv);
+  const tag = jobs > 1 ? ` (job ${job + 1})` : '';
+  const started = Date.now();
+  try {
+    await client.start();
+  } catch (error) {
+    console.log(client.output);
+    console.log(`control  ${lane} lane did not start${tag} (${error.message})`);
+    client.stop();
+    finish({ control: `${lane} lane, ${error.message}` });
   }
+  const ready = Date.now();
+  const controlTests = await controlOf(lane, client, root, started, ready);
 
   const isConfig = (file) => client.configFiles.includes(file);
   const restart = async () => {
@@ -295,17 +338,17 @@ async function runLane(lane, inLane) {
           return status === 'passed' ? [] : [`${t.id}: ${t.file} > ${t.name} ${status}`];
         });
     if (bad.length === 0) {
-      say(`leak-check ${lane}: ${targets.length} test(s), one per file the last ${checked.length} mutant(s) changed, pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
+      say(`leak-check ${lane}${tag}: ${targets.length} test(s), one per file the last ${checked.length} mutant(s) changed, pass again on the restored tree (${seconds(Date.now() - t0)}s)`);
       return;
     }
     failures.push({ lane, after: `${count} mutant(s)`, mutants: checked.map(({ m }) => m.id), detail: bad });
-    say(`leak     ${lane}: after ${count} mutant(s), on the restored tree: ${bad.join('; ')}`);
+    say(`leak     ${lane}${tag}: after ${count} mutant(s), on the restored tree: ${bad.join('; ')}`);
     // Continue on a fresh lane: whatever leaked stays out of the mutants still to run.
     await restart();
   };
 
   let count = 0;
-  for (const m of inLane) {
+  for (let m = queues.get(lane).shift(); m !== undefined; m = queues.get(lane).shift()) {
     const base = { id: m.id, list: m.list, lane, guarantees: m.guarantees };
     if (namedTests(m, controlTests).filter((t) => t.status === 'passed').length === 0) {
       record(m, { ...base, verdict: 'unguarded', detail: `no passing test in ${m.tests.join(', ')} names ${m.guarantees.join(' or ')}` });
@@ -324,7 +367,8 @@ async function runLane(lane, inLane) {
       continue;
     }
     const t0 = Date.now();
-    restore = () => writeFileSync(file, original);
+    const restore = () => writeFileSync(file, original);
+    restores.add(restore);
     writeFileSync(file, text.slice(0, at) + m.replace + text.slice(at + m.find.length));
     client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
@@ -351,7 +395,8 @@ async function runLane(lane, inLane) {
       );
       verdict = judge(m, { ...run, limitMs: RUN_LIMIT_MS }, root);
     }
-    restoreNow();
+    restore();
+    restores.delete(restore);
     if (FAULT !== 'no-invalidate-on-restore') client.touched(file);
     if (isConfig(file) || client.child === undefined) await restart().catch(() => undefined);
     if (focusMissed) verdict = { ...verdict, detail: `${verdict.detail} (its focus "${m.focus}" did not kill it)` };
@@ -365,10 +410,24 @@ async function runLane(lane, inLane) {
   await client.close();
 }
 
-for (const lane of [...new Set(selected.map(laneOf))]) {
-  await runLane(
-    lane,
-    selected.filter((m) => laneOf(m) === lane),
-  );
+/**
+ * One job: its own copy of the tree; it takes the lane with mutants left that has the fewest jobs on it
+ * now (list order breaks ties) and runs that lane's mutants until none are left, then the next lane.
+ */
+async function job(n) {
+  const root = makeCopy();
+  for (;;) {
+    const open = [...queues.keys()].filter((lane) => queues.get(lane).length > 0 && active.get(lane) < (LANE_JOBS[lane] ?? Infinity));
+    const lane = open.sort((a, b) => active.get(a) - active.get(b))[0];
+    if (lane === undefined) return;
+    active.set(lane, active.get(lane) + 1);
+    try {
+      await runLane(lane, root, n);
+    } finally {
+      active.set(lane, active.get(lane) - 1);
+    }
+  }
 }
+
+await Promise.all(Array.from({ length: Math.min(jobs, selected.length) }, (_, n) => job(n)));
 finish();
