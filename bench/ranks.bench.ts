@@ -18,7 +18,8 @@
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
 // Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) and one with the liveness rule
 // (livenessMicros 200: past its bound a rank polls while its peer shows progress; off by default) run next to
-// the default one (spin 60, liveness off). Sides run in
+// the default one (spin 60, liveness off), and one whose ranks wait for the checkpoint decision before their
+// forward pass (overlapCheckpoint false; by default it is read at the first exchange). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
 // step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
@@ -226,7 +227,7 @@ function kernelsOf(counters: readonly { wasmDispatches: number; scalarDispatches
 async function measure(model: string, weights: DenseWeights): Promise<{ rows: Row[]; speedup: number; sameIds: boolean }> {
   const one: ArchitecturePartition = { kind: 'pipeline', ranks: [{ start: 0, end: weights.config.layers }] };
   const two = evenTensorPartition(weights.config, 2);
-  const make = (partition: ArchitecturePartition, spinMicros?: number, livenessMicros?: number) =>
+  const make = (partition: ArchitecturePartition, spinMicros?: number, livenessMicros?: number, overlapCheckpoint?: boolean) =>
     PartitionedSession.create(weights, partition, {
       maxSeq: MAX_SEQ,
       maxBatch: PROMPT_TOKENS,
@@ -235,12 +236,15 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
       traceSteps: TRACE_STEPS,
       ...(spinMicros === undefined ? {} : { spinMicros }),
       ...(livenessMicros === undefined ? {} : { livenessMicros }),
+      ...(overlapCheckpoint === undefined ? {} : { overlapCheckpoint }),
     });
   // The two-rank side with the default spin bound comes first after one rank (the headline ratio); the
   // others vary only how long ranks poll before sleeping, in the same interleaved rounds.
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
+    // The default, but each rank waits for the checkpoint decision before its forward pass (overlapCheckpoint off).
+    { name: '2 ranks, no cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, false), micros: 0, steps: 0, ids: [] },
     // The default spin bound with the liveness rule on (past its bound a rank polls while its peer shows progress).
     { name: '2 ranks, liveness 200', ranks: 2, run: true, session: await make(two, undefined, 200), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),

@@ -292,6 +292,47 @@ describe.skipIf(!present)('the step transaction across ranks', () => {
     }
   }, TIMEOUT);
 
+  it('[TS-dist-checkpoint-overlap] a rank starts its forward pass on its own OK checkpoint vote, but a checkpoint round a peer failed aborts the step on every rank with every KV row as it was, and the next step is unchanged', async () => {
+    let spawned = 0;
+    const counting: RankSpawner = (rank, lock) => {
+      spawned++;
+      return defaultRankSpawner()(rank, lock);
+    };
+    for (const overlapCheckpoint of [1, 'yes', 0] as unknown as boolean[]) {
+      await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: counting, overlapCheckpoint }), 'EINVAL', 'bad-option');
+    }
+    expect(spawned).toBe(0);
+    const partition = evenTensorPartition(partitionModelOf(model!), 2);
+    const run = async (overlapCheckpoint: boolean | undefined) => {
+      const s = await PartitionedSession.create(weights!, partition, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), ...(overlapCheckpoint === undefined ? {} : { overlapCheckpoint }) });
+      open.push(s);
+      await s.step(PROMPT);
+      const before = await s.inspect();
+      const dispatches = async (): Promise<number> => {
+        const c = (await s.counters())[0]!;
+        return c.wasmDispatches + c.scalarDispatches;
+      };
+      const d0 = await dispatches();
+      await s.setRankFaults(1, { failAt: 'checkpoint' });
+      const err = await expectCodeAsync(() => s.step([432]), 'EIO', 'rank-failed');
+      expect(err.ids).toMatchObject({ rank: 1, phase: 'checkpoint' });
+      const ahead = (await dispatches()) - d0;
+      // Rank 0's rows written ahead (layer 0 at position 5) are zero again: every digest as before.
+      expect(await s.inspect()).toEqual(before);
+      expect(s.tokens).toEqual(PROMPT);
+      return { ahead, next: await s.step([432]) };
+    };
+    const on = await run(undefined);
+    const off = await run(false);
+    // By default rank 0 ran its first segment (layer 0 up to its first all-reduce) before it read the
+    // decision; with overlapCheckpoint false it ran nothing.
+    expect(on.ahead).toBeGreaterThan(0);
+    expect(off.ahead).toBe(0);
+    expect([on.next.epoch, off.next.epoch]).toEqual([2, 2]);
+    expect(on.next.argmax).toBe(383);
+    expect(sameBits(on.next.logits, off.next.logits)).toBe(true);
+  }, TIMEOUT);
+
   it('[TS-dist-exchange-trace] with traceSteps, every rank records its last steps: each exchange it made, in order, and no step aborted before the commit decision', async () => {
     for (const traceSteps of [-1, 1.5, 4097, Number.NaN]) {
       await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), traceSteps }), 'EINVAL', 'bad-option');

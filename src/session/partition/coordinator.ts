@@ -75,6 +75,13 @@ export interface PartitionedSessionOptions {
    */
   readonly livenessMicros?: number;
   /**
+   * Whether a rank whose own checkpoint vote is OK starts its forward pass before the checkpoint decision,
+   * reading the decision at its first exchange, classifier claim or execute vote (default true: the
+   * round's hand-off overlaps the first segment; false: it waits for the decision first). Benchmarks
+   * compare both; a boolean, else EINVAL bad-option before any rank exists.
+   */
+  readonly overlapCheckpoint?: boolean;
+  /**
    * Benchmarks: every rank records, for each of its last `traceSteps` committed steps, when it saw the
    * command, started and ended its forward pass, saw the commit decision, and entered and left each
    * activation exchange, into one shared buffer (no message per step); `exchangeTrace()` reads it. An
@@ -269,6 +276,8 @@ export class PartitionedSession {
     if (typeof livenessMicros !== 'number' || !Number.isFinite(livenessMicros) || livenessMicros < 0 || livenessMicros > MAX_SPIN_MICROS) {
       throw new TenonError('EINVAL', `livenessMicros must be 0..${MAX_SPIN_MICROS}`, { op: OP, reason: 'bad-option' });
     }
+    const overlapCheckpoint = options.overlapCheckpoint ?? true;
+    if (typeof overlapCheckpoint !== 'boolean') throw new TenonError('EINVAL', 'overlapCheckpoint must be a boolean', { op: OP, reason: 'bad-option' });
     const traceSteps = options.traceSteps ?? 0;
     if (!Number.isSafeInteger(traceSteps) || traceSteps < 0 || traceSteps > MAX_TRACE_STEPS) {
       throw new TenonError('EINVAL', `traceSteps must be an integer 0..${MAX_TRACE_STEPS}`, { op: OP, reason: 'bad-option' });
@@ -314,6 +323,7 @@ export class PartitionedSession {
             device: devices[r]!,
             spinMicros,
             livenessMicros,
+            overlapCheckpoint,
             sharedClassifier: shared ? checked.plans.map((p) => [p.vocabStart, p.vocabEnd] as const) : [],
             trace,
             traceSteps,

@@ -169,6 +169,8 @@ export interface RankInit {
   readonly spinMicros: number;
   /** How long past the spin bound a rank polls after a peer last showed progress (µs; 0: never past the bound). */
   readonly livenessMicros: number;
+  /** Start the forward pass on an OK checkpoint vote and read the decision at the first exchange (PartitionedSessionOptions.overlapCheckpoint). */
+  readonly overlapCheckpoint: boolean;
   /**
    * Tensor partitions of more than one rank: every rank's classifier rows [vocabStart, vocabEnd) in rank
    * order, claimed in chunks by any rank (RANK_WORD.CLAIMED); the rank then holds the whole classifier.

@@ -157,6 +157,11 @@ export interface RankPort {
 }
 
 class Fenced extends Error {}
+/**
+ * The step's checkpoint round did not proceed, found by a rank that started its forward pass on its own OK
+ * vote (Rank #settleCheckpoint): unwinds the forward pass like a fence, to the step checkpoint's restore.
+ */
+class CheckpointRefused extends Fenced {}
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
@@ -213,6 +218,11 @@ export class Rank implements RankLinks {
   readonly #nextStep: Spinner;
   /** The last value stored into this rank's RANK_WORD.PROGRESS. */
   #progressCount = 0;
+  /**
+   * The epoch of the step whose checkpoint decision this rank has not read yet: it voted OK and started its
+   * forward pass (undefined: none pending). Read at the first exchange, classifier claim or execute vote.
+   */
+  #pendingCheckpoint: number | undefined;
   #length = 0;
   #epoch = 0;
   #seenCmd = 0;
@@ -360,6 +370,7 @@ export class Rank implements RankLinks {
    * rank, whichever rank gets there first).
    */
   claimClassifierRows(): readonly [number, number] | undefined {
+    this.#settleCheckpoint();
     const ranges = this.#init.sharedClassifier;
     const n = ranges.length;
     if (this.#faults.classifierLast === true) this.#awaitPeersVoted();
@@ -391,12 +402,14 @@ export class Rank implements RankLinks {
   }
 
   receiveHidden(x: Float32Array): void {
+    this.#settleCheckpoint();
     const t0 = performance.now();
     this.#read(this.#init.rank - 1, x);
     this.#counted(t0);
   }
 
   sendHidden(x: Float32Array): void {
+    this.#settleCheckpoint();
     const t0 = performance.now();
     this.#write(this.#init.rank + 1, x);
     this.#counted(t0);
@@ -411,6 +424,7 @@ export class Rank implements RankLinks {
   }
 
   allReduce(partial: Float32Array, out: Float32Array): void {
+    this.#settleCheckpoint();
     const t0 = performance.now();
     this.#reduce(partial, out);
     this.#counted(t0);
@@ -462,6 +476,18 @@ export class Rank implements RankLinks {
       Atomics.add(c, CTRL.STEP_END, 1);
       Atomics.notify(c, CTRL.STEP_END);
     }
+  }
+
+  /**
+   * Reads the pending checkpoint decision (if any) before anything leaves this rank or reaches it: the
+   * forward pass ran ahead of it only on this rank's own state (its KV rows past the committed length, its
+   * scratch), which the step checkpoint's restore puts back. Throws CheckpointRefused unless it proceeded.
+   */
+  #settleCheckpoint(): void {
+    const epoch = this.#pendingCheckpoint;
+    if (epoch === undefined) return;
+    this.#pendingCheckpoint = undefined;
+    if (this.#decision('checkpoint', epoch) !== 'proceed') throw new CheckpointRefused();
   }
 
   /** Waits for the next decision; 'proceed' only when it names this phase and this step's epoch. */
@@ -588,8 +614,14 @@ export class Rank implements RankLinks {
     try {
       this.#park('checkpoint');
       const fits = pos === this.#length && epoch === this.#epoch + 1 && pos + count <= this.#init.maxSeq && count <= this.#init.maxBatch;
-      this.#vote('checkpoint', epoch, fits && !this.#fails('checkpoint'));
-      if (this.#decision('checkpoint', epoch) !== 'proceed') return await restore();
+      const ready = fits && !this.#fails('checkpoint');
+      this.#vote('checkpoint', epoch, ready);
+      // With peers and an OK vote of its own, the rank starts its forward pass at once and reads the
+      // checkpoint decision at its first exchange (#settleCheckpoint): the round's hand-off overlaps the
+      // first segment. Otherwise (its own vote failed, so the round aborts; or a single rank, whose own vote
+      // decided the round) it reads the decision now.
+      if (ready && this.#init.ranks > 1 && this.#init.overlapCheckpoint) this.#pendingCheckpoint = epoch;
+      else if (this.#decision('checkpoint', epoch) !== 'proceed') return await restore();
       this.#park('execute');
       let ok = true;
       this.#claimFrom = 0;
@@ -603,6 +635,8 @@ export class Rank implements RankLinks {
         if (err instanceof Fenced) throw err;
         ok = false;
       }
+      // A forward pass that made no exchange (or failed before one) reads the decision here, before its vote.
+      this.#settleCheckpoint();
       if (ok) this.#candidate();
       this.#forwardMicros += (performance.now() - t0) * 1000;
       this.#traceMark(TRACE_STEP.END);
@@ -621,6 +655,7 @@ export class Rank implements RankLinks {
       if (!(err instanceof Fenced)) throw err;
       return await restore();
     } finally {
+      this.#pendingCheckpoint = undefined;
       this.#traceAt = -1;
       // A delayed parkAt/failAt (afterSteps) waits for its step; every other seam fired in this one.
       const later = (this.#faults.afterSteps ?? 0) - 1;
