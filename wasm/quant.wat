@@ -1260,9 +1260,10 @@
     (f32.store (local.get $o3) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $a3)) (f32x4.extract_lane 1 (local.get $a3)))
       (f32.add (f32x4.extract_lane 2 (local.get $a3)) (f32x4.extract_lane 3 (local.get $a3))))))
 
-  ;; Rows j .. j + 3 of Q4_0 (row r at $row + $s_r; past the last row, the last again) against every
-  ;; quantized row of x: out[i, j + r] at $o_r + i $nBytes. $f: 16 bytes per block of scratch (four rows' factors).
-  (func $quad_q4_0_q8x (param $qs i32) (param $xqBytes i32) (param $row i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $p0 i32) (param $blocks i32)
+  ;; Rows j .. j + 3 of Q4_0 ($kind 4) or Q8_0 (3) (row r at $row + $s_r; past the last row, the last
+  ;; again) against every quantized row of x: out[i, j + r] at $o_r + i $nBytes. $f: 16 bytes per block of
+  ;; scratch (four rows' factors).
+  (func $quad_q8x (param $kind i32) (param $qs i32) (param $xqBytes i32) (param $row i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $p0 i32) (param $blocks i32)
     (param $m i32) (param $f i32) (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32) (param $nBytes i32)
     (local $i i32) (local $xRow i32) (local $xd i32) (local $fb i32) (local $hp i32)
     (local.set $fb (i32.shl (local.get $blocks) (i32.const 2)))
@@ -1273,8 +1274,11 @@
         (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
         (local.set $xd (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
         (call $factors4 (local.get $hp) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $xd) (local.get $blocks) (local.get $f) (local.get $fb))
-        (call $rows4_q4_0_q8x (local.get $xRow) (local.get $row) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $blocks) (local.get $f) (local.get $fb)
-          (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3))
+        (if (i32.eq (local.get $kind) (i32.const 4))
+          (then (call $rows4_q4_0_q8x (local.get $xRow) (local.get $row) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $blocks) (local.get $f) (local.get $fb)
+            (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3)))
+          (else (call $rows4_q8_0_q8x (local.get $xRow) (local.get $row) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $blocks) (local.get $f) (local.get $fb)
+            (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3))))
         (local.set $o0 (i32.add (local.get $o0) (local.get $nBytes)))
         (local.set $o1 (i32.add (local.get $o1) (local.get $nBytes)))
         (local.set $o2 (i32.add (local.get $o2) (local.get $nBytes)))
@@ -1282,65 +1286,59 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $xRows))))
 
-  ;; The same for two Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
+  ;; The same for four Q8_0 rows (32 signed bytes per block): as 16-bit lanes, the even bytes (shifted up
   ;; and back, sign-extending) and the odd bytes (an arithmetic shift down) of each 16.
-  (func $rows2_q8_0_q8x (param $xq i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $f0 i32) (param $f1 i32) (param $o0 i32) (param $o1 i32)
-    (local $end i32) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
-    (local $acc0 v128) (local $acc1 v128)
-    (local.set $end (i32.add (local.get $w0) (i32.shl (local.get $blocks) (i32.const 5))))
+  (func $rows4_q8_0_q8x (param $xq i32) (param $w i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $blocks i32) (param $f i32) (param $fb i32)
+    (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32)
+    (local $end i32) (local $f2 i32) (local $f3 i32) (local $lo v128) (local $hi v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+    (local $acc0 v128) (local $acc1 v128) (local $acc2 v128) (local $acc3 v128)
+    (local.set $end (i32.add (local.get $w) (i32.shl (local.get $blocks) (i32.const 5))))
+    (local.set $f2 (i32.shl (local.get $fb) (i32.const 1)))
+    (local.set $f3 (i32.add (local.get $f2) (local.get $fb)))
     (block $done
       (loop $block
-        (br_if $done (i32.ge_u (local.get $w0) (local.get $end)))
+        (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
         (local.set $x0 (v128.load (local.get $xq)))
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
         (local.set $x2 (v128.load offset=32 (local.get $xq)))
         (local.set $x3 (v128.load offset=48 (local.get $xq)))
-        (local.set $lo (v128.load (local.get $w0)))
-        (local.set $hi (v128.load offset=16 (local.get $w0)))
+        (local.set $lo (v128.load (local.get $w)))
+        (local.set $hi (v128.load offset=16 (local.get $w)))
         (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f0)))))
-        (local.set $lo (v128.load (local.get $w1)))
-        (local.set $hi (v128.load offset=16 (local.get $w1)))
+          (v128.load32_splat (local.get $f)))))
+        (local.set $lo (v128.load (i32.add (local.get $w) (local.get $s1))))
+        (local.set $hi (v128.load offset=16 (i32.add (local.get $w) (local.get $s1))))
         (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
           (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
             (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
-          (v128.load32_splat (local.get $f1)))))
-        (local.set $w0 (i32.add (local.get $w0) (i32.const 32)))
-        (local.set $w1 (i32.add (local.get $w1) (i32.const 32)))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $fb))))))
+        (local.set $lo (v128.load (i32.add (local.get $w) (local.get $s2))))
+        (local.set $hi (v128.load offset=16 (i32.add (local.get $w) (local.get $s2))))
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f2))))))
+        (local.set $lo (v128.load (i32.add (local.get $w) (local.get $s3))))
+        (local.set $hi (v128.load offset=16 (i32.add (local.get $w) (local.get $s3))))
+        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $lo) (i32.const 8)) (i32.const 8)) (local.get $x0))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $lo) (i32.const 8)) (local.get $x1)))
+          (i32x4.add (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $hi) (i32.const 8)) (i32.const 8)) (local.get $x2))
+            (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $hi) (i32.const 8)) (local.get $x3)))))
+          (v128.load32_splat (i32.add (local.get $f) (local.get $f3))))))
+        (local.set $w (i32.add (local.get $w) (i32.const 32)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
-        (local.set $f0 (i32.add (local.get $f0) (i32.const 4)))
-        (local.set $f1 (i32.add (local.get $f1) (i32.const 4)))
+        (local.set $f (i32.add (local.get $f) (i32.const 4)))
         (br $block)))
-    (f32.store (local.get $o0) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc0)) (f32x4.extract_lane 1 (local.get $acc0)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
-    (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
-      (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
-
-  ;; Rows j and j + 1 (or j alone, paired with itself, when it is the last) of Q8_0 against every quantized
-  ;; row of x: out[i, j] and out[i, j + 1]. $f: 8 bytes per block of scratch.
-  (func $pair_q8x (param $qs i32) (param $xqBytes i32) (param $row0 i32) (param $row1 i32) (param $p0 i32) (param $blocks i32)
-    (param $m i32) (param $f i32) (param $o0 i32) (param $o1 i32) (param $nBytes i32)
-    (local $i i32) (local $xRow i32) (local $xd i32) (local $f1 i32)
-    (local.set $f1 (i32.add (local.get $f) (i32.shl (local.get $blocks) (i32.const 2))))
-    (block $xDone
-      (loop $xRows
-        (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
-        (local.set $xRow (i32.add (local.get $qs) (i32.mul (local.get $i) (local.get $xqBytes))))
-        (local.set $xd (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6))))
-        (call $block_factors (i32.add (local.get $row0) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f))
-        (call $block_factors (i32.add (local.get $row1) (local.get $p0)) (local.get $xd) (local.get $blocks) (local.get $f1))
-        (call $rows2_q8_0_q8x (local.get $xRow) (local.get $row0) (local.get $row1) (local.get $blocks) (local.get $f) (local.get $f1)
-          (local.get $o0) (local.get $o1))
-        (local.set $o0 (i32.add (local.get $o0) (local.get $nBytes)))
-        (local.set $o1 (i32.add (local.get $o1) (local.get $nBytes)))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $xRows))))
+    (call $store_sums4 (local.get $acc0) (local.get $acc1) (local.get $acc2) (local.get $acc3) (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3)))
 
   ;; relaxed-only: begin
   ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, as
@@ -1714,8 +1712,8 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc)))))
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
-  ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0, two
-  ;; rows' for Q8_0, a super-block's 16 factors for Q4_K, two rows' 16 of a super-block for Q6_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0 and
+  ;; Q8_0, a super-block's 16 factors for Q4_K, two rows' 16 of a super-block for Q6_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
   ;; and 16 of lane sums (q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
@@ -1747,8 +1745,8 @@
         ;; relaxed-only: end
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
-    ;; Q4_0: four weight rows per trip (past the last row, the last again).
-    (if (i32.eq (local.get $kind) (i32.const 4))
+    ;; Q8_0 and Q4_0: four weight rows per trip (past the last row, the last again).
+    (if (i32.le_u (local.get $kind) (i32.const 4))
       (then
         (local.set $last (i32.sub (local.get $n) (i32.const 1)))
         (block $quadsDone
@@ -1759,7 +1757,7 @@
             (local.set $d1 (select (i32.const 1) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
             (local.set $d2 (select (i32.const 2) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 2)) (local.get $n))))
             (local.set $d3 (select (i32.const 3) (i32.sub (local.get $last) (local.get $j)) (i32.lt_u (i32.add (local.get $j) (i32.const 3)) (local.get $n))))
-            (call $quad_q4_0_q8x (local.get $qs) (local.get $xqBytes) (local.get $row)
+            (call $quad_q8x (local.get $kind) (local.get $qs) (local.get $xqBytes) (local.get $row)
               (i32.mul (local.get $d1) (local.get $rowBytes)) (i32.mul (local.get $d2) (local.get $rowBytes)) (i32.mul (local.get $d3) (local.get $rowBytes))
               (local.get $p0) (local.get $blocks) (local.get $m) (local.get $scratch)
               (local.get $o) (i32.add (local.get $o) (i32.shl (local.get $d1) (i32.const 2)))
@@ -1767,20 +1765,6 @@
               (local.get $nBytes))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
             (br $quads)))
-        (return)))
-    ;; Q8_0: two weight rows per trip (the last alone when N is odd).
-    (if (i32.eq (local.get $kind) (i32.const 3))
-      (then
-        (block $pairsDone
-          (loop $pairs
-            (br_if $pairsDone (i32.ge_u (local.get $j) (local.get $n)))
-            (local.set $row (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $rowBytes))))
-            (local.set $next (select (i32.add (local.get $j) (i32.const 1)) (local.get $j) (i32.lt_u (i32.add (local.get $j) (i32.const 1)) (local.get $n))))
-            (call $pair_q8x (local.get $qs) (local.get $xqBytes) (local.get $row)
-              (i32.add (local.get $w) (i32.mul (local.get $next) (local.get $rowBytes))) (local.get $p0) (local.get $blocks) (local.get $m) (local.get $scratch)
-              (i32.add (local.get $out) (i32.shl (local.get $j) (i32.const 2))) (i32.add (local.get $out) (i32.shl (local.get $next) (i32.const 2))) (local.get $nBytes))
-            (local.set $j (i32.add (local.get $j) (i32.const 2)))
-            (br $pairs)))
         (return)))
     (local.set $xd (i32.shl (local.get $blocks) (i32.const 6)))
     (local.set $xs (i32.mul (local.get $blocks) (i32.const 68)))
