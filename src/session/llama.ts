@@ -141,6 +141,7 @@ import {
   stepIds,
 } from '../submit/index.js';
 import { hostRopeKv } from '../submit/ops/fused-rope-kv.js';
+import type { FusedRopeKvParams } from '../submit/ops/fused-rope-kv.js';
 import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
 import type { ArchitectureEntry, LayerRole, LayerWeights, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, ModelTensor, WeightTensor } from '../model/index.js';
@@ -1761,7 +1762,14 @@ export class LlamaForward {
           add(biasAdd, [kv, vec('kBias', L.bias.k, kvDim)], { rows: T, cols: kvDim });
           add(biasAdd, [vv, vec('vBias', L.bias.v, kvDim)], { rows: T, cols: kvDim });
         }
-        add(gpuEpilogues ? fusedRopeKv : hostRopeKv, [qkv, q, kc, vc], (s: StepValues) => ({ count: T, ...ropeKvOf(s) }));
+        // Built per step as one literal (no spreads): every decode step of the host runs it once per layer.
+        const maxSeq = this.maxSeq;
+        const { theta, ropeStyle: style, ropeFactors } = plan;
+        const ropeKv =
+          ropeFactors === undefined
+            ? (s: StepValues): FusedRopeKvParams => ({ count: T, heads, kvHeads, headDim, maxSeq, pos0: pos(s), theta, style })
+            : (s: StepValues): FusedRopeKvParams => ({ count: T, heads, kvHeads, headDim, maxSeq, pos0: pos(s), theta, style, freqFactors: ropeFactors });
+        add(gpuEpilogues ? fusedRopeKv : hostRopeKv, [qkv, q, kc, vc], ropeKv);
       } else {
         add(rmsnorm, [x, attnNorm, xb], { rows: T, cols: dim, eps: plan.eps });
         linear(xb, L.q, q, act('q'), 0, T);

@@ -11,7 +11,7 @@ import { biasAdd } from './bias-add.js';
 import { F32, LINEAR_WORKGROUP, checkOperands, checkShape, checkSize, linearDispatch, packParams, rejectParam, rejectRange } from './common.js';
 import { weslVariant } from './fused-variants.js';
 import { kvWrite } from './kv-write.js';
-import { ROPE_MAX_HEAD_DIM, rope, ropeTable } from './rope.js';
+import { ROPE_MAX_HEAD_DIM, checkRopeParams, rope, ropeTable } from './rope.js';
 import type { RopeParams, RopeStyle } from './rope.js';
 import type { OpBinding, OpDef } from './types.js';
 
@@ -72,7 +72,8 @@ function make<A extends FusedRopeKvArrays | FusedRopeKvBiasArrays>(bias: boolean
       checkSize(name, 'headDim', p.headDim);
       checkSize(name, 'maxSeq', p.maxSeq);
       if (p.heads % p.kvHeads !== 0) rejectParam(name, 'kvHeads', 'kvHeads must divide heads');
-      rope.check([{ dtype: 'f32', shape: [p.count, p.heads * p.headDim], contiguous: true }], ropeParams(p, p.heads));
+      // rope's param checks for Q's rows (K's differ only in heads, which divide them); no operand built.
+      checkRopeParams(p);
       if (p.pos0 + p.count > p.maxSeq) rejectRange(name, `rows ${p.pos0}..${p.pos0 + p.count - 1} do not fit a cache of ${p.maxSeq}`, { pos0: p.pos0, count: p.count, maxSeq: p.maxSeq });
       const { qDim, kvDim } = dims(p);
       checkShape(name, 'qkv', operands[0]!, [p.count, qDim + 2 * kvDim]);

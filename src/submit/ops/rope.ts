@@ -82,23 +82,7 @@ export const rope: OpDef<RopeParams, readonly [x: Float32Array]> = {
   paramsBytes: PARAMS_BYTES,
   check(operands, p) {
     checkOperands('rope', BINDINGS, operands);
-    checkSize('rope', 'count', p.count);
-    checkSize('rope', 'heads', p.heads);
-    checkSize('rope', 'headDim', p.headDim);
-    if (p.headDim % 2 !== 0 || p.headDim > ROPE_MAX_HEAD_DIM) rejectParam('rope', 'headDim', `headDim must be even and at most ${ROPE_MAX_HEAD_DIM}`);
-    checkIndex('rope', 'pos0', p.pos0);
-    checkFloat('rope', 'theta', p.theta, true);
-    if (p.pos0 + p.count - 1 > ROPE_MAX_POSITION) rejectRange('rope', `positions past ${ROPE_MAX_POSITION} are not supported`, { pos0: p.pos0, count: p.count });
-    if (p.style !== undefined && !ROPE_STYLES.includes(p.style)) rejectParam('rope', 'style', `style must be one of ${ROPE_STYLES.join(', ')}`);
-    if (p.freqFactors !== undefined) checkFactors(p.freqFactors, p.headDim / 2);
-    // The kernel's angle reduction is exact up to ROPE_MAX_POSITION radians (see ROPE_MAX_POSITION);
-    // frequencies above 1 (theta below 1, factors below 1) reach it before the last position does.
-    // Without factors and with theta >= 1 the fastest pair is pair 0 (frequency 1): the check above.
-    if (p.freqFactors !== undefined || p.theta < 1) {
-      let fastest = 0;
-      for (const f of ropeTable(p)) fastest = Math.max(fastest, f);
-      if ((p.pos0 + p.count - 1) * fastest > ROPE_MAX_POSITION) rejectRange('rope', `angles past ${ROPE_MAX_POSITION} radians are not supported`, { pos0: p.pos0, count: p.count });
-    }
+    checkRopeParams(p);
     checkShape('rope', 'x', operands[0]!, [p.count, p.heads * p.headDim]);
   },
   params(p, offsets) {
@@ -137,6 +121,30 @@ export const rope: OpDef<RopeParams, readonly [x: Float32Array]> = {
     }
   },
 };
+
+/**
+ * rope's checks of its params (everything rope.check checks but the operand), errors under rope's name:
+ * shared with fused_rope_kv, which rotates rows of p.heads heads with the same params (no operand to build).
+ */
+export function checkRopeParams(p: RopeParams): void {
+  checkSize('rope', 'count', p.count);
+  checkSize('rope', 'heads', p.heads);
+  checkSize('rope', 'headDim', p.headDim);
+  if (p.headDim % 2 !== 0 || p.headDim > ROPE_MAX_HEAD_DIM) rejectParam('rope', 'headDim', `headDim must be even and at most ${ROPE_MAX_HEAD_DIM}`);
+  checkIndex('rope', 'pos0', p.pos0);
+  checkFloat('rope', 'theta', p.theta, true);
+  if (p.pos0 + p.count - 1 > ROPE_MAX_POSITION) rejectRange('rope', `positions past ${ROPE_MAX_POSITION} are not supported`, { pos0: p.pos0, count: p.count });
+  if (p.style !== undefined && !ROPE_STYLES.includes(p.style)) rejectParam('rope', 'style', `style must be one of ${ROPE_STYLES.join(', ')}`);
+  if (p.freqFactors !== undefined) checkFactors(p.freqFactors, p.headDim / 2);
+  // The kernel's angle reduction is exact up to ROPE_MAX_POSITION radians (see ROPE_MAX_POSITION);
+  // frequencies above 1 (theta below 1, factors below 1) reach it before the last position does.
+  // Without factors and with theta >= 1 the fastest pair is pair 0 (frequency 1): the check above.
+  if (p.freqFactors !== undefined || p.theta < 1) {
+    let fastest = 0;
+    for (const f of ropeTable(p)) fastest = Math.max(fastest, f);
+    if ((p.pos0 + p.count - 1) * fastest > ROPE_MAX_POSITION) rejectRange('rope', `angles past ${ROPE_MAX_POSITION} radians are not supported`, { pos0: p.pos0, count: p.count });
+  }
+}
 
 /** Checks a frequency-factor table: `pairs` finite positive numbers. */
 function checkFactors(factors: ArrayLike<number>, pairs: number): void {
