@@ -80,15 +80,16 @@ function writeRopeTable(k: WasmKernels, p: RopeParams, table: number): void {
   const freq = frequencies(p);
   const half = p.headDim / 2;
   const neox = p.style === 'neox';
-  const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
   // Every rope dispatch of a decode step (q and k of each layer) asks for the same plain table: the
-  // last one is kept and copied (the scratch itself is shared with other kernels, so it is not reused).
+  // last one is kept and copied (the scratch itself is shared with other kernels, so it is not reused),
+  // through the memory's kept view (no array allocated per dispatch).
   const plain = p.freqFactors === undefined;
   const last = lastRopeTable;
   if (plain && last !== undefined && last.freq === freq && last.pos0 === p.pos0 && last.count === p.count && last.neox === neox) {
-    out.set(last.values);
+    heapOf(k).set(last.values, table / F32_BYTES);
     return;
   }
+  const out = new Float32Array(k.memory.buffer, table, 2 * p.count * p.headDim);
   for (let t = 0; t < p.count; t++) {
     const cos = 2 * t * p.headDim;
     const sin = cos + p.headDim;
