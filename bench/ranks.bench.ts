@@ -16,9 +16,9 @@
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
 // compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
-// Two-rank sides with other spin bounds (spinMicros 0, 200 and 400) and one with the liveness rule
+// Two-rank sides with other spin bounds (spinMicros 60, 200 and 400) and one with the liveness rule
 // (livenessMicros 200: past its bound a rank polls while its peer shows progress; off by default) run next to
-// the default one (spin 60, liveness off), and one whose ranks wait for the checkpoint decision before their
+// the default one (spin 0: never polls; liveness off), and one whose ranks wait for the checkpoint decision before their
 // forward pass (overlapCheckpoint false; by default it is read at the first exchange). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
@@ -39,8 +39,8 @@ const ROUNDS = 3;
 const MAX_SEQ = PROMPT_TOKENS + DECODE_STEPS * ROUNDS + 8;
 const STORIES15M_SHAPE = { dim: 288, layers: 6, ffnDim: 768, heads: 6, kvHeads: 6, vocabSize: 32000, ropeTheta: 10000, ropeStyle: 'normal' as const, rmsEps: Math.fround(1e-5), contextLength: 256 };
 const SEED = 15;
-/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 60): never poll, and two longer polls. */
-const SPIN_VARIANTS = [0, 200, 400];
+/** Spin bounds (µs) of the extra two-rank sides, next to the default (DEFAULT_SPIN_MICROS, 0: never poll): the earlier default 60 and two longer polls. */
+const SPIN_VARIANTS = [60, 200, 400];
 /** Steps each rank traces (options.traceSteps): every step of the run. */
 const TRACE_STEPS = 1 + DECODE_STEPS * ROUNDS;
 /** A segment this far over its best time on the same rank counts as a stall (a core taken away, µs). */
@@ -245,8 +245,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
     // The default, but each rank waits for the checkpoint decision before its forward pass (overlapCheckpoint off).
     { name: '2 ranks, no cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, false), micros: 0, steps: 0, ids: [] },
-    // The default spin bound with the liveness rule on (past its bound a rank polls while its peer shows progress).
-    { name: '2 ranks, liveness 200', ranks: 2, run: true, session: await make(two, undefined, 200), micros: 0, steps: 0, ids: [] },
+    // A 60 µs spin bound with the liveness rule on (it needs a bound to poll past) (past its bound a rank polls while its peer shows progress).
+    { name: '2 ranks, spin 60+live 200', ranks: 2, run: true, session: await make(two, 60, 200), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
     // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
     { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },

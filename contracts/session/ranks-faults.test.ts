@@ -31,7 +31,7 @@ afterEach(() => {
 });
 
 async function session(partition: ArchitecturePartition, identity = 'stories260K', livenessMicros?: number): Promise<PartitionedSession> {
-  const s = await PartitionedSession.create(weights!, partition, { maxSeq: 32, maxBatch: 8, identity, spawn: defaultRankSpawner(), ...(livenessMicros === undefined ? {} : { livenessMicros }) });
+  const s = await PartitionedSession.create(weights!, partition, { maxSeq: 32, maxBatch: 8, identity, spawn: defaultRankSpawner(), ...(livenessMicros === undefined ? {} : { livenessMicros, spinMicros: 60 }) });
   open.push(s);
   return s;
 }
@@ -108,7 +108,8 @@ describe.skipIf(!present)('rank loss in a decode run', () => {
 
 describe.skipIf(!present)('waiting on a silent peer', () => {
   it('[TS-dist-spin-adapt] tensor: a rank waiting on a parked peer (its progress word still) stops polling and sleeps, then sees the fence when the peer is killed', async () => {
-    // The liveness rule is off by default (protocol.ts LIVENESS_MICROS): turned on here, as a session may.
+    // The liveness rule is off by default (protocol.ts LIVENESS_MICROS), as is polling (DEFAULT_SPIN_MICROS):
+    // both turned on here (spin 60 µs, liveness 200 µs), as a session may.
     const s = await session(evenTensorPartition(partitionModelOf(model!), 2), 'stories260K', 200);
     await s.step(PROMPT);
     await s.setRankFaults(1, { parkAt: 'execute' });

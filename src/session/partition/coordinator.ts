@@ -64,7 +64,7 @@ export interface PartitionedSessionOptions {
   readonly devices?: readonly RankDevice[];
   /**
    * How long a rank polls for its peer (ring data, a decision, the next step) before it sleeps on the word
-   * (µs, 0..10000; default 60). Polling trades a core's idle time for the sleep/wake latency; 0 never polls.
+   * (µs, 0..10000; default 0: protocol.ts DEFAULT_SPIN_MICROS says why). Polling trades a core's idle time for the sleep/wake latency; 0 never polls.
    */
   readonly spinMicros?: number;
   /**

@@ -232,17 +232,17 @@ export interface RankStepTrace {
 export const MAX_TRACE_STEPS = 4096;
 
 /**
- * Default bound of a rank's polling before it sleeps (µs). Inside a step every rank of a two-core tensor
- * partition is on its own core (the coordinator sleeps until the step's end) and the peer is usually a
- * little behind: polling saves the futex sleep and wake (tens to hundreds of µs on a VM whose idle virtual
- * CPU halts) that would otherwise cost every exchange and every round. Bounded, so a slow or dead peer
- * still leaves the core to others; after a step a rank polls for the next one within the same bound.
- * Measured on a loaded two-core machine (load average 6-9), bench:ranks ran best with 0 or 60 and worst
- * with 400; a quiet machine may favour a longer bound (the bench runs 0 and 400 next to this default).
- * Those figures predate nextSpinBound: the bound then fell to SPIN_FLOOR_MICROS after the first long wait
- * and stayed there, so every setting polled about 8 µs; they are no evidence for or against polling.
+ * Default bound of a rank's polling before it sleeps (µs): 0, a rank sleeps on the word at once. Polling
+ * would save the futex wake-up (scripts/ranks-probe.mjs on this 2-vCPU VM: 72-80 µs median at load ~1,
+ * 11-16 µs when other processes keep the vCPUs busy), but a peer's arrival skew is itself about one wake-up,
+ * so a 60 µs poll mostly runs out and then sleeps anyway, and under load a polling thread loses its slice
+ * (a lock-step probe with pure polling: median iteration at solo speed, mean 10x it). bench:ranks (same
+ * process, interleaved), two tensor ranks over one rank with spin 0 vs the earlier default 60: 1.30 vs
+ * 0.64x, 2.28 vs 1.66x, 1.34 vs 1.08x (load 6-14, three runs), and in earlier sessions 0.80 vs 0.59x, 0.78
+ * vs 0.73x (load ~1) and 107.5 vs 70.7 tok/s (load 6-8): spin 0 ahead in every pair. The bench keeps 60,
+ * 200 and 400 as sides, so a quieter machine can show otherwise.
  */
-export const DEFAULT_SPIN_MICROS = 60;
+export const DEFAULT_SPIN_MICROS = 0;
 /** Largest accepted spin bound (µs): past this a rank should sleep. */
 export const MAX_SPIN_MICROS = 10_000;
 /** Smallest adaptive spin (µs): what long waits shrink the bound to. */
