@@ -94,6 +94,15 @@ const DECODE_WARMUP = 2;
 /** Timed rounds per decode row: stories260K, tiny-llama. */
 const STORIES_ROUNDS = 7;
 const TINY_LLAMA_ROUNDS = 5;
+/**
+ * The scalar side of a decode row (10-100x slower than the others: most of a process's time before this)
+ * takes part in the first SCALAR_DECODE_ROUNDS timed rounds after SCALAR_DECODE_WARMUP untimed ones; its
+ * figure is the median of that round's 200 single steps (the same positions as the other sides'; its
+ * JavaScript tiers up within the first few steps, which the median leaves out).
+ */
+const SCALAR_DECODE_ROUNDS = 1;
+const SCALAR_DECODE_WARMUP = 0;
+const warmupOf = (side: string) => (side === 'scalar' ? SCALAR_DECODE_WARMUP : DECODE_WARMUP);
 /** Rows to run (TENON_BENCH_HOST_ONLY, a regular expression over row names); every row when unset. */
 const ONLY = process.env['TENON_BENCH_HOST_ONLY'] === undefined ? undefined : new RegExp(process.env['TENON_BENCH_HOST_ONLY']);
 const selected = (name: string): boolean => ONLY === undefined || ONLY.test(name);
@@ -109,6 +118,10 @@ const TINY_LLAMA: readonly (readonly [string, string])[] = [
 
 interface Side {
   readonly name: string;
+  /** Timed rounds of this side when fewer than the row's (a slow side: it takes part in the first ones). */
+  readonly rounds?: number;
+  /** Untimed rounds of this side when fewer than the row's. */
+  readonly warmup?: number;
   /** One round; returns the milliseconds of its timed part, or nothing when the whole round is timed. */
   run(): Promise<number | void>;
 }
@@ -133,13 +146,14 @@ new PerformanceObserver((list) => {
  * and the GC time that fell inside each side's rounds.
  */
 async function interleaved(sides: readonly Side[], rounds: number, warmup = 1): Promise<Timing[]> {
-  for (let w = 0; w < warmup; w++) for (const s of sides) await s.run();
+  for (let w = 0; w < warmup; w++) for (const s of sides) if (w < (s.warmup ?? warmup)) await s.run();
   const times = sides.map(() => [] as number[]);
   const windows = sides.map(() => [] as [number, number][]);
   for (let r = 0; r < rounds; r++) {
     const order = sides.map((_, i) => i);
     if (r % 2 === 1) order.reverse();
     for (const i of order) {
+      if (r >= (sides[i]!.rounds ?? rounds)) continue;
       const t0 = performance.now();
       const timed = await sides[i]!.run();
       const t1 = performance.now();
@@ -150,7 +164,7 @@ async function interleaved(sides: readonly Side[], rounds: number, warmup = 1): 
   // GC entries arrive on a later turn of the event loop.
   await new Promise((resolve) => setTimeout(resolve, 0));
   const gcIn = (w: readonly [number, number][]) => gcLog.filter((g) => w.some(([a, b]) => g.start >= a && g.start < b)).reduce((sum, g) => sum + g.duration, 0);
-  return times.map((t, i) => ({ median: median(t), min: Math.min(...t), max: Math.max(...t), rounds, gcMsPerRound: gcIn(windows[i]!) / rounds }));
+  return times.map((t, i) => ({ median: median(t), min: Math.min(...t), max: Math.max(...t), rounds: t.length, gcMsPerRound: gcIn(windows[i]!) / t.length }));
 }
 
 /**
@@ -261,7 +275,8 @@ async function matmulCase(size: number, rounds: number): Promise<MatmulRow> {
   const [w, sc, o, ps] = await interleaved(
     [
       { name: 'wasm', run: step(sides['wasm']!) },
-      { name: 'scalar', run: step(sides['scalar']!) },
+      // At 1024^3 the scalar side (seconds a round) times one round, after the checked run above.
+      { name: 'scalar', run: step(sides['scalar']!), ...(size >= 1024 ? { rounds: 1, warmup: 0 } : {}) },
       { name: 'ort', run: async () => void (await session.run(feeds)) },
       { name: 'simd', run: step(sides['simd']!) },
     ],
@@ -415,6 +430,7 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
   const steps: Record<string, number[]> = {};
   const side = (name: string): Side => ({
     name,
+    ...(name === 'scalar' ? { rounds: SCALAR_DECODE_ROUNDS, warmup: SCALAR_DECODE_WARMUP } : {}),
     async run() {
       const s = sessions[name]!;
       await s.reset();
@@ -453,7 +469,7 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
   const tokS = (ms: number) => (DECODE_STEPS * 1000) / ms;
   // Headline figures: per side, the median single decode step of its timed rounds (robust to a transient
   // preemption by another process, where a round's total is a mean over its 200 steps).
-  const stepMs = Object.fromEntries(names.map((name) => [name, median(steps[name]!.slice(DECODE_WARMUP * DECODE_STEPS))]));
+  const stepMs = Object.fromEntries(names.map((name) => [name, median(steps[name]!.slice(warmupOf(name) * DECODE_STEPS))]));
   const stepTokS = (name: string) => 1000 / stepMs[name]!;
   const row: DecodeRow = {
     model: label,
@@ -472,7 +488,7 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
     sides: Object.fromEntries(
       names.map((name, i) => {
         const t = timings[i]!;
-        const timed = steps[name]!.slice(DECODE_WARMUP * DECODE_STEPS);
+        const timed = steps[name]!.slice(warmupOf(name) * DECODE_STEPS);
         return [name, { stepMedianTokS: 1000 / median(timed), roundMedianTokS: tokS(t.median), slowestRoundTokS: tokS(t.max), fastestRoundTokS: tokS(t.min), gcMsPerRound: t.gcMsPerRound }];
       }),
     ),
@@ -570,6 +586,8 @@ interface ProcessRun {
   seconds: number;
   calibration: { start: Calibration; end: Calibration };
   loadAverage: { atStart: number[]; atEnd: number[] };
+  /** Seconds each row took in this process (every side of it). */
+  rowSeconds: Record<string, number>;
   matmul: MatmulRow[];
   qmatmul: QmatmulRow[];
   decode: DecodeRow[];
@@ -579,26 +597,33 @@ async function measureProcess(index: number): Promise<ProcessRun> {
   const t0 = performance.now();
   const atStart = os.loadavg();
   const start = calibrate();
+  const rowSeconds: Record<string, number> = {};
+  const timed = async <T>(name: string, row: () => Promise<T>): Promise<T> => {
+    const r0 = performance.now();
+    const got = await row();
+    rowSeconds[name] = (performance.now() - r0) / 1000;
+    return got;
+  };
   const matmul: MatmulRow[] = [];
-  for (const [size, rounds] of [[256, 9], [1024, 3]] as const) if (selected(`matmul ${size}`)) matmul.push(await matmulCase(size, rounds));
+  for (const [size, rounds] of [[256, 9], [1024, 3]] as const) if (selected(`matmul ${size}`)) matmul.push(await timed(`matmul ${size}`, () => matmulCase(size, rounds)));
   const qmatmul: QmatmulRow[] = [];
-  for (const kind of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q6_K'] as const) if (selected(`qmatmul ${kind}`)) qmatmul.push(await qmatmulCase(kind, 7));
+  for (const kind of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q6_K'] as const) if (selected(`qmatmul ${kind}`)) qmatmul.push(await timed(`qmatmul ${kind}`, () => qmatmulCase(kind, 7)));
   const decode: DecodeRow[] = [];
   const stories = await readModelFixture('stories260K.bin');
   const tok512 = await readModelFixture('tok512.bin');
   if (stories !== undefined && tok512 !== undefined && selected('stories260K')) {
     const model = parseLlamaModel(stories);
-    decode.push(await decodeCase('stories260K (llama2.c .bin)', { model, tokenizer: parseTokenizer(tok512, model.config.vocabSize) }, STORIES_ROUNDS, REFERENCE.llama2cRunO3StoriesTokS));
+    decode.push(await timed('stories260K', () => decodeCase('stories260K (llama2.c .bin)', { model, tokenizer: parseTokenizer(tok512, model.config.vocabSize) }, STORIES_ROUNDS, REFERENCE.llama2cRunO3StoriesTokS)));
   }
   for (const [kind, file] of TINY_LLAMA) {
     if (!selected(`tiny-llama ${kind}`)) continue;
     const bytes = await readGgufFixture(file as never);
     if (bytes === undefined) continue;
     const q8 = kind === 'Q4_0' || kind === 'Q8_0' || kind === 'Q6_K' || kind === 'Q4_K_M';
-    decode.push(await decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, TINY_LLAMA_ROUNDS, REFERENCE.llamaCppTinyLlamaTokS[kind], q8));
+    decode.push(await timed(`tiny-llama ${kind}`, async () => decodeCase(`tiny-llama ${kind}`, { model: await loadModel(bytes) }, TINY_LLAMA_ROUNDS, REFERENCE.llamaCppTinyLlamaTokS[kind], q8)));
   }
   const end = calibrate();
-  return { index, pid: process.pid, seconds: (performance.now() - t0) / 1000, calibration: { start, end }, loadAverage: { atStart, atEnd: os.loadavg() }, matmul, qmatmul, decode };
+  return { index, pid: process.pid, seconds: (performance.now() - t0) / 1000, calibration: { start, end }, loadAverage: { atStart, atEnd: os.loadavg() }, rowSeconds, matmul, qmatmul, decode };
 }
 
 /** Fresh processes per run (TENON_BENCH_PROCESSES, default 3), run one after another. */
@@ -809,6 +834,7 @@ it('bench:host', async () => {
   lines.push(perRow('  start / fastest start (about 1: fast state)', runs.map((r) => r.calibration.start.cpuMs / fastest), 2));
   lines.push(perRow('load average at its start', runs.map((r) => r.loadAverage.atStart[0]), 1));
   lines.push(perRow('seconds', runs.map((r) => r.seconds), 0));
+  for (const row of Object.keys(runs[0]!.rowSeconds)) lines.push(perRow(`  seconds: ${row}`, runs.map((r) => r.rowSeconds[row]), 1));
   for (const a of matmulA) {
     lines.push(perRow(`matmul ${a.merged.size}^3 wasm ms`, byProcess(a, (r) => r.wasmMs), 2));
     lines.push(perRow(`matmul ${a.merged.size}^3 simd ms`, byProcess(a, (r) => r.simdMs), 2));
