@@ -246,7 +246,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     // The default, but each rank waits for the checkpoint decision before its forward pass (overlapCheckpoint off).
     { name: '2 ranks, no cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, false), micros: 0, steps: 0, ids: [] },
     // A 60 µs spin bound with the liveness rule on (it needs a bound to poll past) (past its bound a rank polls while its peer shows progress).
-    { name: '2 ranks, spin 60+live 200', ranks: 2, run: true, session: await make(two, 60, 200), micros: 0, steps: 0, ids: [] },
+    { name: '2 ranks, spin60+live200', ranks: 2, run: true, session: await make(two, 60, 200), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),
     // The same two sessions decoding one step() per token: the coordinator's turn-around between steps.
     { name: '1 rank, step()', ranks: 1, run: false, session: await make(one), micros: 0, steps: 0, ids: [] },
