@@ -11,6 +11,8 @@
 //  wait       the same barrier, Atomics.wait at once
 //  live       the same barrier, polling while the peer's progress word moved within PROBE_LIVE_WINDOW µs
 //             (default 60) and no preemption of this thread was seen (a 50 µs gap between clock reads), then Atomics.wait
+//  claimspin, claimwait, claimlive: one iteration is both segments' matvecs, claimed one at a time by either
+//             worker through a shared counter, then the barrier of spin / wait / live (balances a slow core)
 //  wake       ping-pong: one worker notifies after a segment, the other sleeps in Atomics.wait: notify->wake
 // Reported: median / mean µs per segment of compute (excluding the barrier) and per iteration, the barrier
 // time, and for `wake` the notify -> return-from-wait latency and the segment time right after a wake.
@@ -150,9 +152,12 @@ if (isMainThread) {
   let sleeps = 0;
   // Barrier: generation counter at c[0], arrivals at c[1]. Two parties.
   let gen = 0;
+  /** claim modes: the counter the barrier's last arriver zeroes (that of two iterations ahead). */
+  let resetWord = -1;
   const barrier = (how) => {
     const g = gen;
     if (Atomics.add(c, 1, 1) === 1) {
+      if (resetWord >= 0) Atomics.store(c, resetWord, 0);
       Atomics.store(c, 1, 0);
       Atomics.store(c, 0, g + 1);
       if (how !== 'spin') Atomics.notify(c, 0);
@@ -227,9 +232,22 @@ if (isMainThread) {
   } else {
     for (let i = 0; i < ITERS; i++) {
       const a = performance.now();
-      segment();
+      if (mode.startsWith('claim')) {
+        // Both segments' matvecs (2 x reps) claimed one at a time through a counter (c[16 + i % 4]; the
+        // barrier's last arriver zeroes the one of iteration i + 2), then the barrier: a slower core takes
+        // fewer, as the shared classifier's chunks are claimed.
+        const k = 16 + (i % 4);
+        while (Atomics.add(c, k, 1) < 2 * reps) {
+          Atomics.add(c, 8 + w, 1);
+          matvec(mats[mi]);
+          mi = (mi + 1) % 42;
+        }
+      } else segment();
       const b = performance.now();
-      if (mode === 'spin' || mode === 'spinwait' || mode === 'wait' || mode === 'live') barrier(mode);
+      if (mode.startsWith('claim')) {
+        resetWord = 16 + ((i + 2) % 4);
+        barrier(mode.slice(5));
+      } else if (mode === 'spin' || mode === 'spinwait' || mode === 'wait' || mode === 'live') barrier(mode);
       const d = performance.now();
       seg.push((b - a) * 1000);
       bar.push((d - b) * 1000);
