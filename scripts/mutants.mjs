@@ -5,13 +5,13 @@
 // Contract. Mutants are applied in private copies of the working tree (tracked and untracked, non-ignored
 // files; node_modules linked), siblings of the checkout so `../shared` still resolves. The checkout itself
 // is never edited, so other work in it (people, editors, git commits) can never see a mutated file. The
-// run is split over parallel jobs (--jobs N; default the machine's cores, at most MAX_JOBS): each job has
+// run is split over parallel jobs (--jobs N, default 1, at most MAX_JOBS): each job has
 // its own copy, and at most one mutant applied in it at a time, so a mutant is visible only to its own
-// job's lane. A job takes a lane (`"lane": "node"` by default, or `"browser"`; the lane with mutants left
-// and the fewest jobs on it, at most one job on the browser lane) and runs ONE warm vitest instance of it
-// (scripts/mutants/lane-server.mjs: vitest's Node API; the browser lane keeps one Vite server and one
-// Chromium) in its copy, taking that lane's mutants one by one from the lane's shared queue until none is
-// left, then the next lane. For each mutant: apply one exact text replacement to one source file of the copy, have the
+// job's lane. The lanes (`"lane": "node"` by default, or `"browser"`) take turns; each lane's jobs (all of
+// them for the node lane, one for the browser lane) run side by side, each ONE warm vitest instance of the
+// lane (scripts/mutants/lane-server.mjs: vitest's Node API; the browser lane keeps one Vite server and one
+// Chromium) in its job's copy, taking the lane's mutants one by one from its shared queue until none is
+// left. For each mutant: apply one exact text replacement to one source file of the copy, have the
 // lane drop what it cached of that file (and rebuild dist/workers when the node lane's Node build reads
 // it), run the named test files with only the tests whose titles carry the mutant's IDs selected, restore
 // the file byte for byte, and have the lane drop its cache of the file again. A mutant may name a `focus`
@@ -45,7 +45,7 @@
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--jobs N] [--json] [--report FILE]
-// --jobs N (or TENON_MUTANT_JOBS=N) sets the number of parallel jobs.
+// --jobs N (or TENON_MUTANT_JOBS=N; `cores`: one per core) sets the number of parallel jobs (default 1).
 // --report writes a JSON record ({ kind: 'tenon-mutants', ok, killed, total, line, results }) that
 // scripts/summary.mjs prints on its own line; mutants are never counted as tests.
 // --lane-reports DIR takes each lane's control from DIR/<lane>.json, the JSON report of a lane run of the same
@@ -135,10 +135,12 @@ if (unknown.length > 0) {
 }
 selected = mutants.filter((m) => !only || only.includes(m.id));
 
-// Parallel jobs (--jobs N, default: the machine's cores, at most MAX_JOBS): each job is a private copy of
-// the tree with its own warm lane, pulling the next mutant of a lane from that lane's queue, so a mutant is
-// only ever visible in its own job's copy and lane.
-const jobs = Math.max(1, Math.min(MAX_JOBS, Math.floor(Number(option('--jobs') ?? process.env['TENON_MUTANT_JOBS'] ?? availableParallelism())) || 1));
+// Parallel jobs (--jobs N or TENON_MUTANT_JOBS=N, at most MAX_JOBS; `--jobs cores` uses the machine's
+// cores; default 1 until a whole run with more has passed on an otherwise idle 2-core machine): each job is
+// a private copy of the tree with its own warm lane, pulling the next mutant of a lane from that lane's
+// queue, so a mutant is only ever visible in its own job's copy and lane.
+const jobsAsked = option('--jobs') ?? process.env['TENON_MUTANT_JOBS'] ?? '1';
+const jobs = Math.max(1, Math.min(MAX_JOBS, Math.floor(jobsAsked === 'cores' ? availableParallelism() : Number(jobsAsked)) || 1));
 // TENON_FC_END_ON_FAILURE: a property a mutant breaks ends at its first counterexample instead of
 // shrinking it (contracts/support/fc.ts); the verdict needs only the failure, and shrinking a broken kernel
 // over a software adapter costs more than the run itself.
@@ -246,9 +248,11 @@ function laneControl(lane, suites) {
 /** Each lane's mutants not yet taken by a job, in list order. */
 const queues = new Map();
 for (const m of selected) queues.set(laneOf(m), [...(queues.get(laneOf(m)) ?? []), m]);
-/** Jobs working on each lane now. */
-const active = new Map([...queues.keys()].map((lane) => [lane, 0]));
-/** The most jobs one lane may have at once: one Chromium (and one Vite browser server) at a time. */
+/**
+ * The most jobs one lane may have: the browser lane keeps one job (one Chromium, one Vite browser server).
+ * Lanes never run side by side: a browser lane started beside node jobs was seen to hang in its first run
+ * (2 of 8 tries on a loaded machine, not yet understood), so the lanes take turns, each with all its jobs.
+ */
 const LANE_JOBS = { browser: 1 };
 /** Each lane's control tests: decided once, by the first job on the lane, and shared by every job on it. */
 const controls = new Map();
@@ -410,24 +414,13 @@ async function runLane(lane, root, job) {
   await client.close();
 }
 
-/**
- * One job: its own copy of the tree; it takes the lane with mutants left that has the fewest jobs on it
- * now (list order breaks ties) and runs that lane's mutants until none are left, then the next lane.
- */
-async function job(n) {
-  const root = makeCopy();
-  for (;;) {
-    const open = [...queues.keys()].filter((lane) => queues.get(lane).length > 0 && active.get(lane) < (LANE_JOBS[lane] ?? Infinity));
-    const lane = open.sort((a, b) => active.get(a) - active.get(b))[0];
-    if (lane === undefined) return;
-    active.set(lane, active.get(lane) + 1);
-    try {
-      await runLane(lane, root, n);
-    } finally {
-      active.set(lane, active.get(lane) - 1);
-    }
-  }
-}
+/** Each job's copy of the tree, made when the job first runs (and kept for its later lanes). */
+const jobRoots = [];
+const rootOf = (n) => (jobRoots[n] ??= makeCopy());
 
-await Promise.all(Array.from({ length: Math.min(jobs, selected.length) }, (_, n) => job(n)));
+// One lane at a time (list order); within a lane, its jobs run side by side until its queue is empty.
+for (const [lane, queue] of queues) {
+  const count = Math.min(jobs, LANE_JOBS[lane] ?? Infinity, queue.length);
+  await Promise.all(Array.from({ length: count }, (_, n) => runLane(lane, rootOf(n), n)));
+}
 finish();
