@@ -88,6 +88,8 @@ const AIMS = { matmulVsOrtAtMost: 1.5, tinyLlamaVsLlamaCppAtLeast: 0.7, q4q8Spee
 /** tiny-llama's linear shapes [N, K]: q/o (and k/v at 128 rows), FFN gate/up, FFN down, classifier. */
 const TINY_LLAMA_SHAPES: readonly (readonly [number, number])[] = [[256, 256], [128, 256], [768, 256], [256, 768], [512, 256]];
 const QMATMUL_REPEATS = 8;
+/** Interleaved rounds per qmatmul row (each a submission of QMATMUL_REPEATS x 5 dispatches; cheap). */
+const QMATMUL_ROUNDS = 15;
 const DECODE_STEPS = 200;
 /** Untimed rounds per side before a decode row's timed ones (each kernel set's modules tier up). */
 const DECODE_WARMUP = 2;
@@ -97,11 +99,12 @@ const TINY_LLAMA_ROUNDS = 5;
 /**
  * The scalar side of a decode row (10-100x slower than the others: most of a process's time before this)
  * takes part in the first SCALAR_DECODE_ROUNDS timed rounds after SCALAR_DECODE_WARMUP untimed ones; its
- * figure is the median of that round's 200 single steps (the same positions as the other sides'; its
- * JavaScript tiers up within the first few steps, which the median leaves out).
+ * figure is the median of that round's 200 single steps (the same positions as the other sides'). The
+ * untimed round stays: without it, on a loaded machine (V8's background compiles starved) most of the
+ * timed steps could still run before the scalar loops tier up (tiny-llama f32 scalar 30-87 tok/s so).
  */
 const SCALAR_DECODE_ROUNDS = 1;
-const SCALAR_DECODE_WARMUP = 0;
+const SCALAR_DECODE_WARMUP = 1;
 const warmupOf = (side: string) => (side === 'scalar' ? SCALAR_DECODE_WARMUP : DECODE_WARMUP);
 /** Rows to run (TENON_BENCH_HOST_ONLY, a regular expression over row names); every row when unset. */
 const ONLY = process.env['TENON_BENCH_HOST_ONLY'] === undefined ? undefined : new RegExp(process.env['TENON_BENCH_HOST_ONLY']);
@@ -605,9 +608,9 @@ async function measureProcess(index: number): Promise<ProcessRun> {
     return got;
   };
   const matmul: MatmulRow[] = [];
-  for (const [size, rounds] of [[256, 9], [1024, 3]] as const) if (selected(`matmul ${size}`)) matmul.push(await timed(`matmul ${size}`, () => matmulCase(size, rounds)));
+  for (const [size, rounds] of [[256, 15], [1024, 3]] as const) if (selected(`matmul ${size}`)) matmul.push(await timed(`matmul ${size}`, () => matmulCase(size, rounds)));
   const qmatmul: QmatmulRow[] = [];
-  for (const kind of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q6_K'] as const) if (selected(`qmatmul ${kind}`)) qmatmul.push(await timed(`qmatmul ${kind}`, () => qmatmulCase(kind, 7)));
+  for (const kind of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q6_K'] as const) if (selected(`qmatmul ${kind}`)) qmatmul.push(await timed(`qmatmul ${kind}`, () => qmatmulCase(kind, QMATMUL_ROUNDS)));
   const decode: DecodeRow[] = [];
   const stories = await readModelFixture('stories260K.bin');
   const tok512 = await readModelFixture('tok512.bin');
