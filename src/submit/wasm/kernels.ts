@@ -9,7 +9,9 @@
 // The seam `hostKernelFaults.unknownSimdProbe` makes detection validate a module with a SIMD opcode no
 // engine knows instead, so a test sees the real fallback path that an engine without SIMD takes.
 // Kernel sets: where the engine also validates the relaxed-SIMD binaries of both sources (the same
-// kernels with their multiply-accumulates written f32x4.relaxed_madd, which the engine may fuse, and the
+// kernels with their multiply-accumulates written f32x4.relaxed_madd, which the engine may fuse; the f32
+// matrix-vector rows keep two accumulator chains per row there, since a fused chain's latency made one
+// chain slower than the plain build: wasm/f32.wat $dot4; and the
 // q8-activation kernels' integer dot products as i16x8.relaxed_dot_i8x16_i7x16_s, bit for bit the plain
 // set's results; see scripts/wat.ts and wasm/quant.wat), they run (`relaxed-simd`: Chromium by default, Node with
 // --experimental-wasm-relaxed-simd); otherwise the plain SIMD binaries (`simd`). The seam
