@@ -7,8 +7,9 @@
 // ms in others), so one process's figures flipped aims between met and missed from run to run. The tables
 // show per row the median across processes with (min..max), then every process's own figure and its
 // speed-state reading (the calibration loop's CPU ms at its start and end); the JSON keeps every
-// process's rows (runs[]). No process is dropped or chosen. Within a process, decode figures are 1000 / the
-// median single decode step (robust to a transient preemption), not a round's mean. What is measured:
+// process's rows (runs[]). No process is dropped or chosen. Within a process, decode figures are a side's
+// median timed round (tokens over the round's time, GC and every slow step included, as llama-bench's tg
+// figure); the median single step is shown beside it (robust to a transient preemption). What is measured:
 //   (a) 1024^3 (and 256^3) f32 matmul, a host-provider submission of the `matmul` op: WebAssembly SIMD
 //       kernels vs the scalar twins vs onnxruntime-web's wasm CPU provider on one thread;
 //   (b) qmatmul per lowering kind, matrix-vector at tiny-llama's sizes (the four linear shapes of a layer
@@ -35,9 +36,8 @@
 // measurable. What differed was the spread: on a shared 2-core machine one 200-token round varies by
 // 1.5-2x, so a median of 3 rounds could not tell 25% apart. So decode rows now run more rounds after two
 // warm-up rounds per side (V8 tiers kernels up in the background: a loaded machine delays that), and
-// record per side the median of single decode steps (robust to bursts of other processes' load; the
-// headline figure since session 10), besides the round median (everything a user waits for, GC
-// included), the spread of the rounds, and the GC milliseconds inside its timed rounds (a side penalised
+// record per side the round median (the headline: everything a user waits for, GC included), besides
+// the median of single decode steps (robust to bursts of other processes' load), the spread of the rounds, and the GC milliseconds inside its timed rounds (a side penalised
 // by another's garbage would show there).
 // TENON_BENCH_HOST_ONLY (a regular expression over row names, e.g. 'tiny-llama f32') runs only those rows
 // (in every process) and writes no JSON (a probe, not a result).
@@ -386,7 +386,7 @@ interface DecodeRow {
   rounds: number;
   /** The kernel set each side ran (hostKernels().kernelSet). */
   kernelSets: Record<string, string>;
-  /** Headline tok/s of each side (wasm, simd, scalar, perDispatch, q8): 1000 / its median single decode step. */
+  /** Headline tok/s of each side (wasm, simd, scalar, perDispatch, q8): DECODE_STEPS tokens over its median timed round. */
   wasmTokS: number;
   /** The plain SIMD set (the `simd` side). */
   simdTokS: number;
@@ -408,9 +408,9 @@ interface DecodeRow {
   q8AgreeingIds?: number;
   q8VsReference?: number;
   /**
-   * Per side: tok/s from the median single decode step of every timed round (the headline figure; robust
-   * to bursts of other processes' load; leaves out the rare slow step, a GC's included), from the median
-   * round (200 steps, everything a user waits for), the slowest and fastest round's tok/s, and the GC
+   * Per side: tok/s from the median single decode step of every timed round (robust to bursts of other
+   * processes' load; leaves out the rare slow step, a GC's included), from the median round (the headline
+   * figure: 200 steps, everything a user waits for), the slowest and fastest round's tok/s, and the GC
    * milliseconds inside its timed rounds, per round.
    */
   sides: Record<string, { stepMedianTokS: number; roundMedianTokS: number; slowestRoundTokS: number; fastestRoundTokS: number; gcMsPerRound: number }>;
@@ -470,9 +470,10 @@ async function decodeCase(label: string, source: SessionSource, rounds: number, 
   while (agree < ids['wasm']!.length && ids['wasm']![agree] === ids['scalar']![agree]) agree++;
   for (const s of Object.values(sessions)) s.dispose();
   const tokS = (ms: number) => (DECODE_STEPS * 1000) / ms;
-  // Headline figures: per side, the median single decode step of its timed rounds (robust to a transient
-  // preemption by another process, where a round's total is a mean over its 200 steps).
-  const stepMs = Object.fromEntries(names.map((name) => [name, median(steps[name]!.slice(warmupOf(name) * DECODE_STEPS))]));
+  // Headline figures: per side, its median timed round (DECODE_STEPS tokens, everything a user waits for,
+  // GC included: what llama-bench's tg figure measures too). The median single step is kept beside it in
+  // `sides` (robust to a transient preemption by another process, but it leaves out every slow step).
+  const stepMs = Object.fromEntries(names.map((name, i) => [name, timings[i]!.median / DECODE_STEPS]));
   const stepTokS = (name: string) => 1000 / stepMs[name]!;
   const row: DecodeRow = {
     model: label,
@@ -804,7 +805,7 @@ it('bench:host', async () => {
   }
   lines.push(
     '',
-    `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed; tok/s = 1000 / the median single step of a process's timed rounds, then the median across processes)`,
+    `greedy decode, ${DECODE_STEPS} tokens after "${DECODE_PROMPT}" (TextSession, host provider, decode steps timed; tok/s = tokens over a process's median timed round, then the median across processes)`,
     `  ${'model'.padEnd(31)}${'wasm set'.padEnd(14)}${'wasm tok/s'.padStart(22)}${'simd tok/s'.padStart(22)}  per-dispatch  prepared x  scalar tok/s  speedup  reference  ${'wasm/ref'.padEnd(19)}same ids  measured on`,
   );
   for (const a of decodeA) {
@@ -818,7 +819,7 @@ it('bench:host', async () => {
       `  ${r.model.padEnd(31)}${r.kernelSets['wasm']!.padEnd(14)}${spread(a, (v) => v.wasmTokS, 0).padStart(22)}${spread(a, (v) => v.simdTokS, 0).padStart(22)}${r.perDispatchTokS.toFixed(0).padStart(14)}${r.preparedSpeedup.toFixed(2).padStart(12)}${r.scalarTokS.toFixed(0).padStart(14)}${r.speedup.toFixed(1).padStart(9)}${(r.reference?.toString() ?? '-').padStart(11)}  ${spread(a, (v) => v.wasmVsReference, 2).padEnd(19)}${String(r.agreeingIds).padStart(8)}  ${HOST_CPU.measuredOn}`,
     );
   }
-  lines.push('', 'decode measurement per side (medians across processes): tok/s of the median single step (the headline) | of the median round | slowest..fastest round; GC ms inside its timed rounds, per round');
+  lines.push('', 'decode measurement per side (medians across processes): tok/s of the median single step | of the median round (the headline) | slowest..fastest round; GC ms inside its timed rounds, per round');
   for (const r of decode) {
     lines.push(`  ${r.model}`);
     for (const [name, t] of Object.entries(r.sides)) {
@@ -848,7 +849,7 @@ it('bench:host', async () => {
     lines.push(perRow(`qmatmul ${a.merged.kind} simd us`, byProcess(a, (r) => r.simdUsPerLayer), 1));
   }
   for (const a of decodeA) {
-    for (const name of Object.keys(a.merged.sides)) lines.push(perRow(`${a.merged.model} ${name} tok/s`, byProcess(a, (r) => r.sides[name]?.stepMedianTokS), 0));
+    for (const name of Object.keys(a.merged.sides)) lines.push(perRow(`${a.merged.model} ${name} tok/s`, byProcess(a, (r) => r.sides[name]?.roundMedianTokS), 0));
   }
   const machine = machineInfo(loadAtStart);
   const loadNote = loadWarning(loadAtStart);
@@ -869,7 +870,7 @@ it('bench:host', async () => {
     aimsMet: `${aims.filter((a) => a.met).length} of ${aims.length}`,
     processes: runs.length,
     seconds: totalSeconds,
-    measurement: `${runs.length} fresh Node processes run one after another (TENON_BENCH_PROCESSES), each running every row with all its sides interleaved in that process (this 2-vCPU VM puts a whole process in one of two speed states about 1.5-2x apart, so one process cannot say whether an aim holds). Per process: matmul and qmatmul figures are the median of their rounds; decode figures are 1000 / the median single decode step of ${DECODE_WARMUP} untimed then interleaved timed rounds per side (decode[].sides also has the round median, the slowest and fastest round and the GC ms). Rows here (matmul, qmatmul, decode, and the ratio table) are field-by-field medians across processes (for an even count, the mean of the middle two); runs[] holds every process's own rows, its calibration (a fixed JS loop's median CPU and wall ms at its start and end: a higher figure means that process ran in the slow state) and its load. No process is dropped or chosen. Aims are judged on the median, with each process's figure and how many met it.`,
+    measurement: `${runs.length} fresh Node processes run one after another (TENON_BENCH_PROCESSES), each running every row with all its sides interleaved in that process (this 2-vCPU VM puts a whole process in one of two speed states about 1.5-2x apart, so one process cannot say whether an aim holds). Per process: matmul and qmatmul figures are the median of their rounds; decode figures are tokens over the median round of ${DECODE_WARMUP} untimed then interleaved timed rounds per side (decode[].sides also has the median single step, the slowest and fastest round and the GC ms). Rows here (matmul, qmatmul, decode, and the ratio table) are field-by-field medians across processes (for an even count, the mean of the middle two); runs[] holds every process's own rows, its calibration (a fixed JS loop's median CPU and wall ms at its start and end: a higher figure means that process ran in the slow state) and its load. No process is dropped or chosen. Aims are judged on the median, with each process's figure and how many met it.`,
     kernelSets: 'wasm rows: the set feature detection selected with V8 relaxed SIMD turned on (kernelSet on each row); simd rows: the plain SIMD set (hostKernelFaults.noRelaxedSimd), same process, same rounds.',
     aimsNote: 'Every side of a row ran in the same process, rounds interleaved; each process measured every row. Reference figures come from the issue (llama2.c run.c -O3 and llama.cpp llama-bench tg128, one thread, on this machine kind), not from this run.',
     matmul: matmul.map((r) => ({ ...r, ...HOST_CPU })),
