@@ -5,7 +5,7 @@
 // Contract. Mutants are applied in private copies of the working tree (tracked and untracked, non-ignored
 // files; node_modules linked), siblings of the checkout so `../shared` still resolves. The checkout itself
 // is never edited, so other work in it (people, editors, git commits) can never see a mutated file. The
-// run is split over parallel jobs (--jobs N, default 1, at most MAX_JOBS): each job has
+// run is split over parallel jobs (--jobs N, default 2, at most MAX_JOBS): each job has
 // its own copy, and at most one mutant applied in it at a time, so a mutant is visible only to its own
 // job's lane. The lanes (`"lane": "node"` by default, or `"browser"`) take turns; each lane's jobs (all of
 // them for the node lane, one for the browser lane) run side by side, each ONE warm vitest instance of the
@@ -45,7 +45,7 @@
 // last line is always `mutants: N killed of M`, followed by the other verdicts and failures in
 // parentheses when there are any.
 // Usage: node scripts/mutants.mjs [--only ID[,ID]] [--jobs N] [--json] [--report FILE]
-// --jobs N (or TENON_MUTANT_JOBS=N; `cores`: one per core) sets the number of parallel jobs (default 1).
+// --jobs N (or TENON_MUTANT_JOBS=N; `cores`: one per core) sets the number of parallel jobs (default 2).
 // --report writes a JSON record ({ kind: 'tenon-mutants', ok, killed, total, line, results }) that
 // scripts/summary.mjs prints on its own line; mutants are never counted as tests.
 // --lane-reports DIR takes each lane's control from DIR/<lane>.json, the JSON report of a lane run of the same
@@ -136,10 +136,10 @@ if (unknown.length > 0) {
 selected = mutants.filter((m) => !only || only.includes(m.id));
 
 // Parallel jobs (--jobs N or TENON_MUTANT_JOBS=N, at most MAX_JOBS; `--jobs cores` uses the machine's
-// cores; default 1 until a whole run with more has passed on an otherwise idle 2-core machine): each job is
+// cores; default 2, one per core of the 2-core CI machine; TENON_MUTANT_JOBS=1 runs them one by one): each job is
 // a private copy of the tree with its own warm lane, pulling the next mutant of a lane from that lane's
 // queue, so a mutant is only ever visible in its own job's copy and lane.
-const jobsAsked = option('--jobs') ?? process.env['TENON_MUTANT_JOBS'] ?? '1';
+const jobsAsked = option('--jobs') ?? process.env['TENON_MUTANT_JOBS'] ?? '2';
 const jobs = Math.max(1, Math.min(MAX_JOBS, Math.floor(jobsAsked === 'cores' ? availableParallelism() : Number(jobsAsked)) || 1));
 // TENON_FC_END_ON_FAILURE: a property a mutant breaks ends at its first counterexample instead of
 // shrinking it (contracts/support/fc.ts); the verdict needs only the failure, and shrinking a broken kernel

@@ -2,13 +2,13 @@
 # `npm test`: the whole suite, as CI runs it (.ci/run calls exactly this).
 #   1. install what is missing (system packages, npm packages)
 #   2. type check   3. guarantee ledger (contracts checker + its self-test)
-#   4. node lane (host + WebGPU via Dawn)   5. browser lane (Chromium: WebGPU, OPFS, SAB, workers); with
-#      TENON_PARALLEL_LANES=1 the two run at the same time
+#   4. node lane (host + WebGPU via Dawn)   5. browser lane (Chromium: WebGPU, OPFS, SAB, workers)
+#      the two run at the same time (TENON_PARALLEL_LANES=0: one after the other)
 #   5b. build (scripts/build.sh: the bundles, workers, types, Node builds and demo that ship)
 #   5c. e2e lane (@playwright/test: the built bundles, the packed package, the demo, whole-page faults)
 #   6. mutants: every designated bad implementation (contracts/mutants/*.json) must make a test naming one
 #      of its guarantees fail (scripts/mutants.mjs; TENON_MUTANT_JOBS=N runs the node mutants in N parallel
-#      jobs, default 1)
+#      jobs, default 2)
 # Every step runs even if an earlier one failed; scripts/summary.mjs then prints the mutants on their own
 # line (`mutants: N killed of M`; mutants are not tests and never add to `passed`, but a mutant step that
 # failed counts as one failure) and one line totalling every lane, `tenon: N passed, M failed[, K skipped]`,
@@ -40,9 +40,8 @@ step contracts node scripts/contracts.mjs
 step contracts-selftest node scripts/contracts.selftest.mjs
 # TENON_PARALLEL_LANES=1 runs the node and browser lanes at the same time (two vitest processes, each with
 # its own JSON report in $TENON_REPORT_DIR; neither lane reads what the other writes), each lane's output in
-# its own log, printed whole when that lane ends so the two never interleave. Off by default until a whole
-# run with it has passed on an otherwise idle 2-core machine (tests near their time limits slow down when
-# the lanes share the cores).
+# its own log, printed whole when that lane ends so the two never interleave. On by default (each lane
+# alone left much of the second core idle); TENON_PARALLEL_LANES=0 runs them one after the other.
 background_step() { # name, command...: the step in the background, its output in $TENON_REPORT_DIR/<name>.log
   local name=$1
   shift
@@ -54,7 +53,7 @@ show_step() { # name, pid: waits for the background step, then prints its output
   echo "== $1 =="
   cat "$TENON_REPORT_DIR/$1.log"
 }
-if [ "${TENON_PARALLEL_LANES:-0}" = 1 ]; then
+if [ "${TENON_PARALLEL_LANES:-1}" = 1 ]; then
   echo
   echo "== node + browser lanes (at the same time; each lane's output follows when it ends) =="
   lanes_started=$SECONDS
