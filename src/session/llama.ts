@@ -120,6 +120,7 @@ import {
   fusedRopeKv,
   fusedRopeKvBias,
   gather,
+  hostRopeKv,
   kvWrite,
   matmulNT,
   matmulNTAdd,
@@ -140,9 +141,7 @@ import {
   sample,
   stepIds,
 } from '../submit/index.js';
-import { hostRopeKv } from '../submit/ops/fused-rope-kv.js';
-import type { FusedRopeKvParams } from '../submit/ops/fused-rope-kv.js';
-import type { ChainHandle, CompiledGraph, DispatchSpec, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
+import type { ChainHandle, CompiledGraph, DispatchSpec, FusedRopeKvParams, GraphInput, PackedKind, QMatmulVariant, Readback, RopeStyle, Runtime, SampleParams, StepIdsParams, StepValues } from '../submit/index.js';
 import { bindingLimit, materializeWeights, planWeights } from '../model/index.js';
 import type { ArchitectureEntry, LayerRole, LayerWeights, LoadedModel, LoweringKindName, MaterializeProgress, MaterializedWeights, ModelConfig, ModelTensor, WeightTensor } from '../model/index.js';
 import type { DeviceChoice } from './sampler.js';

@@ -53,7 +53,7 @@ export { ATTENTION_BLOCK_MAX_GROUP, ATTENTION_BLOCK_MAX_GROUP_DIM, ATTENTION_BLO
 export type { FusedAttentionBlockArrays, FusedAttentionBlockParams } from './fused-attention-block.js';
 export { FUSED_MATVEC, fusedMatvecTiling } from './fused-matvec.js';
 export type { FusedMatmulAddArrays, FusedMatmulAddParams, FusedMatvecForm, FusedMatvecTiling, FusedNormGluArrays, FusedNormGluParams, FusedNormMatmulArrays, FusedNormMatmulParams, FusedNormQkvRopeArrays, FusedNormQkvRopeParams } from './fused-matvec.js';
-export { fusedRopeKv, fusedRopeKvBias } from './fused-rope-kv.js';
+export { fusedRopeKv, fusedRopeKvBias, hostRopeKv } from './fused-rope-kv.js';
 export type { FusedRopeKvArrays, FusedRopeKvBiasArrays, FusedRopeKvParams } from './fused-rope-kv.js';
 export type { GatherParams } from './gather.js';
 export type { KvWriteParams } from './kv-write.js';
