@@ -18,8 +18,8 @@
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
 // Two-rank sides with other spin bounds (spinMicros 60, 200 and 400) and one with the liveness rule
 // (livenessMicros 200: past its bound a rank polls while its peer shows progress; off by default) run next to
-// the default one (spin 0: never polls; liveness off), and one whose ranks wait for the checkpoint decision before their
-// forward pass (overlapCheckpoint false; by default it is read at the first exchange). Sides run in
+// the default one (spin 0: never polls; liveness off), and one whose ranks start their forward pass on their own OK
+// checkpoint vote and read the decision at the first exchange (overlapCheckpoint true; by default they wait for it). Sides run in
 // interleaved rounds so drift and other processes' load hit both. Nothing here asserts anything about time.
 // Every session records an exchange trace (traceSteps): the breakdown table splits each two-rank decode
 // step into waits at exchanges, start/tail skew, hand-off after both ranks arrived, and stalls (segments over
@@ -243,8 +243,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
-    // The default, but each rank waits for the checkpoint decision before its forward pass (overlapCheckpoint off).
-    { name: '2 ranks, no cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, false), micros: 0, steps: 0, ids: [] },
+    // The default, but each rank starts its forward pass on its own OK checkpoint vote (overlapCheckpoint on).
+    { name: '2 ranks, cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, true), micros: 0, steps: 0, ids: [] },
     // A 60 µs spin bound with the liveness rule on (it needs a bound to poll past) (past its bound a rank polls while its peer shows progress).
     { name: '2 ranks, spin60+live200', ranks: 2, run: true, session: await make(two, 60, 200), micros: 0, steps: 0, ids: [] },
     ...(await Promise.all(SPIN_VARIANTS.map(async (spin) => ({ name: `2 ranks, spin ${spin} µs`, ranks: 2, run: true, session: await make(two, spin), micros: 0, steps: 0, ids: [] as number[] })))),

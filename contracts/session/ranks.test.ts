@@ -292,7 +292,7 @@ describe.skipIf(!present)('the step transaction across ranks', () => {
     }
   }, TIMEOUT);
 
-  it('[TS-dist-checkpoint-overlap] a rank starts its forward pass on its own OK checkpoint vote, but a checkpoint round a peer failed aborts the step on every rank with every KV row as it was, and the next step is unchanged', async () => {
+  it('[TS-dist-checkpoint-overlap] with overlapCheckpoint a rank starts its forward pass on its own OK checkpoint vote (by default it waits), but a checkpoint round a peer failed aborts the step on every rank with every KV row as it was, and the next step is unchanged', async () => {
     let spawned = 0;
     const counting: RankSpawner = (rank, lock) => {
       spawned++;
@@ -322,10 +322,10 @@ describe.skipIf(!present)('the step transaction across ranks', () => {
       expect(s.tokens).toEqual(PROMPT);
       return { ahead, next: await s.step([432]) };
     };
-    const on = await run(undefined);
-    const off = await run(false);
-    // By default rank 0 ran its first segment (layer 0 up to its first all-reduce) before it read the
-    // decision; with overlapCheckpoint false it ran nothing.
+    const on = await run(true);
+    const off = await run(undefined);
+    // With overlapCheckpoint true rank 0 ran its first segment (layer 0 up to its first all-reduce) before
+    // it read the decision; by default (false) it ran nothing.
     expect(on.ahead).toBeGreaterThan(0);
     expect(off.ahead).toBe(0);
     expect([on.next.epoch, off.next.epoch]).toEqual([2, 2]);
