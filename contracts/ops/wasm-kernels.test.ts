@@ -100,6 +100,15 @@ const EXPECTED_SET = inNode && !nodeHasFlag ? 'simd' : 'relaxed-simd';
 
 describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({ shared }) => {
   const runtime = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
+  /** A runtime made as on an engine without relaxed SIMD (the seam, reset afterwards): the plain SIMD set. */
+  const plainSetRuntime = (): Runtime => {
+    hostKernelFaults.noRelaxedSimd = true;
+    try {
+      return createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
+    } finally {
+      hostKernelFaults.noRelaxedSimd = false;
+    }
+  };
 
   it('[OPS-wasm-kernels] the runtime selected the SIMD kernels: relaxed SIMD in Chromium, plain SIMD in Node without the flag', () => {
     expect(runtime.hostKernels()!.kind).toBe('wasm-simd');
@@ -112,13 +121,7 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
   });
 
   it('[OPS-wasm-kernels] an engine without relaxed SIMD (the seam) gets the plain SIMD set, with the same results within the dot bound', async () => {
-    hostKernelFaults.noRelaxedSimd = true;
-    let plain: Runtime;
-    try {
-      plain = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
-    } finally {
-      hostKernelFaults.noRelaxedSimd = false;
-    }
+    const plain = plainSetRuntime();
     expect(plain.hostKernels()!.kernelSet).toBe('simd');
     const [m, n, k] = [3, 37, 133];
     const a = randomF32(12, m * k);
@@ -155,13 +158,7 @@ describe.each(KINDS)('WebAssembly kernels on a host provider ($name memory)', ({
   });
 
   it('[OPS-wasm-matmul] matmul_nt in both kernel sets: every row of an N-row call equals that row run alone, bit for bit (four-row quarters and single rows share one arithmetic: two accumulator chains per row in the relaxed set)', async () => {
-    hostKernelFaults.noRelaxedSimd = true;
-    let plain: Runtime;
-    try {
-      plain = createRuntime(createHostProvider({ shared }), { hostKernels: 'wasm' });
-    } finally {
-      hostKernelFaults.noRelaxedSimd = false;
-    }
+    const plain = plainSetRuntime();
     const sets = [runtime, plain];
     expect(sets.map((r) => r.hostKernels()!.kernelSet)).toEqual([EXPECTED_SET, 'simd']);
     await fc.assert(
