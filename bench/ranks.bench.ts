@@ -95,7 +95,7 @@ function median(xs: number[]): number {
   return s.length === 0 ? 0 : s[s.length >> 1]!;
 }
 
-function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
+function breakdown(trace: RankStepTrace[][], layers: number): Breakdown | undefined {
   // The first traced step is the prompt (8 tokens): decode steps only.
   const steps = trace.map((r) => r.slice(1));
   const n = steps[0]!.length;
@@ -106,7 +106,9 @@ function breakdown(trace: RankStepTrace[][]): Breakdown | undefined {
   // The tail (final norm, classifier chunks as claimed, candidate) moves work between the ranks from step to
   // step: its best is the best step's slower rank, not each rank's own best.
   const bestTail = Math.min(...steps[0]!.map((t, i) => Math.max(seg(t, E), seg(steps[1]![i]!, E))));
-  const kind = (j: number): 'attention' | 'ffn' | 'tail' => (j === E ? 'tail' : j % 2 === 0 ? 'attention' : 'ffn');
+  // Two exchanges per layer (attention, FFN), or one (FFN only: attention replicated; the segment then holds both).
+  const perLayer = E / layers;
+  const kind = (j: number): 'attention' | 'ffn' | 'tail' => (j === E ? 'tail' : perLayer === 2 && j % 2 === 0 ? 'attention' : 'ffn');
   const wait = { attention: 0, ffn: 0, start: 0, tail: 0 };
   let structural = 0;
   let handoff = 0;
@@ -243,6 +245,8 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
   const sides: Side[] = [
     { name: '1 host rank', ranks: 1, run: true, session: await make(one), micros: 0, steps: 0, ids: [] },
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
+    // Every head on both ranks, only the FFN and classifier split: one exchange per layer instead of two.
+    { name: '2 ranks, attn replicated', ranks: 2, run: true, session: await make(evenTensorPartition(weights.config, 2, 'replicated')), micros: 0, steps: 0, ids: [] },
     // The default, but each rank starts its forward pass on its own OK checkpoint vote (overlapCheckpoint on).
     { name: '2 ranks, cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, true), micros: 0, steps: 0, ids: [] },
     // A 60 µs spin bound with the liveness rule on (it needs a bound to poll past) (past its bound a rank polls while its peer shows progress).
@@ -300,7 +304,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
           sleeps: c.exchangeSleeps / steps,
           decisionMicros: c.decisionMicros.map((m) => m / steps),
         })),
-        breakdown: breakdown(s.session.exchangeTrace()),
+        breakdown: breakdown(s.session.exchangeTrace(), weights.config.layers),
       });
     }
     return { rows, speedup: rows[1]!.tokensPerSecond / rows[0]!.tokensPerSecond, sameIds: sides.every((s) => s.ids.join() === sides[0]!.ids.join()) };

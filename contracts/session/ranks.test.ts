@@ -89,6 +89,7 @@ describe.skipIf(!present)('partitions and manifests', () => {
       [{ kind: 'tensor', ranks: [{ kvStart: 0, kvEnd: 2, ffnStart: 0, ffnEnd: 86, vocabStart: 0, vocabEnd: 256 }, { kvStart: 2, kvEnd: 4, ffnStart: 86, ffnEnd: 170, vocabStart: 256, vocabEnd: 512 }] }, 'incomplete'],
       [{ kind: 'tensor', ranks: [{ kvStart: 0, kvEnd: 3, ffnStart: 0, ffnEnd: 86, vocabStart: 0, vocabEnd: 256 }, { kvStart: 2, kvEnd: 4, ffnStart: 86, ffnEnd: 172, vocabStart: 256, vocabEnd: 512 }] }, 'overlap'],
       [{ kind: 'ring', ranks: [{ start: 0, end: 5 }] } as unknown as ArchitecturePartition, 'bad-kind'],
+      [{ ...evenTensorPartition(m(), 2), attention: 'both' } as unknown as ArchitecturePartition, 'bad-attention'],
     ];
     let spawned = 0;
     const counting: RankSpawner = (rank, lock) => {
@@ -128,6 +129,18 @@ describe.skipIf(!present)('partitions and manifests', () => {
     expect(tensor.bytesPerStep).toBe(model!.config.layers * 4 * dim * 4);
   });
 
+  it('[TS-dist-replicated-attention] a replicated-attention tensor partition gives every rank every head and KV head, splits only FFN columns and classifier rows, and crosses only the FFN partial sums', () => {
+    const c = m();
+    const checked = checkPartition(c, evenTensorPartition(c, 2, 'replicated'));
+    for (const p of checked.plans) expect([p.headStart, p.headEnd, p.kvStart, p.kvEnd]).toEqual([0, c.heads, 0, c.kvHeads]);
+    expect(checked.plans.map((p) => [p.ffnStart, p.ffnEnd])).toEqual([[0, c.ffnDim >> 1], [c.ffnDim >> 1, c.ffnDim]]);
+    expect(checked.topology).not.toBe(checkPartition(c, evenTensorPartition(c, 2)).topology);
+    const manifest = communicationManifest(checked, 2);
+    expect(manifest.transfers.length).toBe(c.layers * 2);
+    expect(manifest.transfers.every((t) => t.activation === 'ffn-partial')).toBe(true);
+    expect(manifest.bytesPerStep).toBe(c.layers * 2 * 2 * c.dim * 4);
+  });
+
   it('[TS-dist-capture-local] capture callbacks are refused on partitioned sessions', async () => {
     await expectCodeAsync(() => PartitionedSession.create(weights!, PIPELINE, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, identity: 'x', spawn: defaultRankSpawner(), observe: () => undefined }), 'ENOTSUP', 'partitioned-capture');
     const s = await session(PIPELINE);
@@ -161,6 +174,28 @@ describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', 
     const tensor = await greedy(await session(evenTensorPartition(partitionModelOf(model!), 2)), 4);
     expect(tensor.ids).toEqual(refIds);
     tensor.logits.forEach((l, i) => expect(maxRelative(l, refLogits[i]!)).toBeLessThan(1e-5));
+  }, TIMEOUT);
+
+  it('[TS-dist-replicated-attention] [TS-dist-same-numbers] a tensor partition with replicated attention gives logits within 1e-5 relative of one host rank and the same greedy ids, with one exchange per layer', async () => {
+    const runtime = createRuntime(createHostProvider());
+    const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
+    const refIds: number[] = [];
+    const refLogits: Float32Array[] = [];
+    let r = await single.run(PROMPT, 0);
+    refIds.push(r.argmax);
+    refLogits.push(r.logits);
+    for (let i = 1; i < 4; i++) {
+      r = await single.run([refIds[i - 1]!], PROMPT.length + i - 1);
+      refIds.push(r.argmax);
+      refLogits.push(r.logits);
+    }
+    single.dispose();
+    const s = await session(evenTensorPartition(partitionModelOf(model!), 2, 'replicated'));
+    const tensor = await greedy(s, 4);
+    expect(tensor.ids).toEqual(refIds);
+    tensor.logits.forEach((l, i) => expect(maxRelative(l, refLogits[i]!)).toBeLessThan(1e-5));
+    // One all-reduce per layer (the FFN's), on every rank, for each of the 4 steps.
+    for (const c of await s.counters()) expect(c.exchanges).toBe(4 * model!.config.layers);
   }, TIMEOUT);
 });
 

@@ -1,6 +1,6 @@
 // Partitioned sessions (seed 003; DESIGN.md "Partitioned ranks"): the public face of src/session/partition.
 export { MAX_RANKS, checkPartition, communicationManifest, evenTensorPartition } from './partition.js';
-export type { ArchitecturePartition, CheckedPartition, CommunicationManifest, PartitionModel, PipelineRankSpec, RankPlan, TensorRankSpec, Transfer } from './partition.js';
+export type { ArchitecturePartition, CheckedPartition, CommunicationManifest, PartitionModel, PipelineRankSpec, RankPlan, TensorAttention, TensorRankSpec, Transfer } from './partition.js';
 export { partitionModelOf, randomDenseWeights, rankWeights, readDenseWeights } from './weights.js';
 export type { DenseConfig, DenseLayer, DenseWeights, RankWeights } from './weights.js';
 export { RankForward } from './rank-forward.js';

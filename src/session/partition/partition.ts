@@ -15,6 +15,11 @@
 //   sums of the residual update that every rank adds in rank order (so all ranks hold the same bits). In a
 //   session of more than one tensor rank the vocabulary ranges say whose classifier rows a rank computes
 //   first; the ranks then help each other with the rest (protocol.ts RANK_WORD.CLAIMED).
+//   With `attention: 'replicated'` every tensor rank computes every head (all KV rows, the whole output
+//   projection) and only the FFN columns and classifier rows are split: one partial-sum exchange per layer
+//   instead of two, for the attention's compute done on every rank (the KV ranges must still tile; they no
+//   longer limit a rank's share). The attention update is then the single rank's bits; only the FFN sum's
+//   order differs.
 // The manifest lists every transfer of one step of T tokens: which activation, its shape, bytes and the
 // direction (from rank, to rank). It is derived from the validated partition and the config only.
 // Thread: any.
@@ -51,7 +56,10 @@ export interface TensorRankSpec {
 
 export type ArchitecturePartition =
   | { readonly kind: 'pipeline'; readonly ranks: readonly PipelineRankSpec[] }
-  | { readonly kind: 'tensor'; readonly ranks: readonly TensorRankSpec[] };
+  | { readonly kind: 'tensor'; readonly ranks: readonly TensorRankSpec[]; readonly attention?: TensorAttention };
+
+/** How a tensor partition runs attention: split by KV heads (default) or computed whole on every rank. */
+export type TensorAttention = 'split' | 'replicated';
 
 /** Largest number of ranks one partition may name (each rank is a worker thread). */
 export const MAX_RANKS = 16;
@@ -167,6 +175,9 @@ export function checkPartition(model: PartitionModel, partition: ArchitecturePar
   }
   if (partition.kind !== 'tensor') refuse('bad-kind', `unknown partition kind ${String((partition as { kind?: unknown }).kind)}`);
   const specs = partition.ranks;
+  const attention = (partition as { attention?: unknown }).attention ?? 'split';
+  if (attention !== 'split' && attention !== 'replicated') refuse('bad-attention', `tensor attention is 'split' or 'replicated', got ${String(attention)}`);
+  const replicated = attention === 'replicated';
   const group = model.heads / model.kvHeads;
   checkTiling('kv-head', specs.map((s) => [s.kvStart, s.kvEnd] as const), model.kvHeads, () => false);
   checkTiling('ffn', specs.map((s) => [s.ffnStart, s.ffnEnd] as const), model.ffnDim, () => false);
@@ -175,10 +186,10 @@ export function checkPartition(model: PartitionModel, partition: ArchitecturePar
     rank,
     layerStart: 0,
     layerEnd: model.layers,
-    headStart: s.kvStart * group,
-    headEnd: s.kvEnd * group,
-    kvStart: s.kvStart,
-    kvEnd: s.kvEnd,
+    headStart: replicated ? 0 : s.kvStart * group,
+    headEnd: replicated ? model.heads : s.kvEnd * group,
+    kvStart: replicated ? 0 : s.kvStart,
+    kvEnd: replicated ? model.kvHeads : s.kvEnd,
     ffnStart: s.ffnStart,
     ffnEnd: s.ffnEnd,
     vocabStart: s.vocabStart,
@@ -187,15 +198,19 @@ export function checkPartition(model: PartitionModel, partition: ArchitecturePar
     classifies: true,
     stateful: true,
   }));
-  const topology = `tensor:${specs.map((s) => `${s.kvStart}-${s.kvEnd}/${s.ffnStart}-${s.ffnEnd}/${s.vocabStart}-${s.vocabEnd}`).join(',')}`;
+  const topology = `tensor:${specs.map((s) => `${s.kvStart}-${s.kvEnd}/${s.ffnStart}-${s.ffnEnd}/${s.vocabStart}-${s.vocabEnd}`).join(',')}${replicated ? ':attention-replicated' : ''}`;
   return { partition, model, plans, topology };
 }
 
-/** An even split of a model into `ranks` tensor ranks (KV heads, FFN columns and vocabulary rows). */
-export function evenTensorPartition(model: PartitionModel, ranks: number): ArchitecturePartition {
+/**
+ * An even split of a model into `ranks` tensor ranks (KV heads, FFN columns and vocabulary rows);
+ * `attention` 'replicated' keeps every head on every rank (see the header).
+ */
+export function evenTensorPartition(model: PartitionModel, ranks: number, attention: TensorAttention = 'split'): ArchitecturePartition {
   const cut = (total: number, r: number): number => Math.floor((total * r) / ranks);
   return {
     kind: 'tensor',
+    ...(attention === 'split' ? {} : { attention }),
     ranks: Array.from({ length: ranks }, (_, r) => ({
       kvStart: cut(model.kvHeads, r),
       kvEnd: cut(model.kvHeads, r + 1),
@@ -224,7 +239,8 @@ export function communicationManifest(checked: CheckedPartition, tokens: number)
   } else {
     for (let from = 0; from < n; from++) for (let to = 0; to < n; to++) if (from !== to) links.push([from, to]);
     for (let layer = 0; layer < model.layers; layer++) {
-      for (const activation of ['attn-partial', 'ffn-partial'] as const) {
+      const activations = partition.attention === 'replicated' ? (['ffn-partial'] as const) : (['attn-partial', 'ffn-partial'] as const);
+      for (const activation of activations) {
         for (const [from, to] of links) transfers.push({ activation, layer, from, to, shape, bytes });
       }
     }

@@ -7,7 +7,9 @@
 // pipeline rank computes every element with the arithmetic one host rank would use, and the logits of a
 // pipeline partition are bit-identical to a single rank's. A tensor rank runs the same list on its heads
 // and FFN columns; its O and down projections yield partial sums that `links.allReduce` adds in rank order
-// (every rank gets the same bits; the single-rank result differs only by summation order).
+// (every rank gets the same bits; the single-rank result differs only by summation order). A rank that holds
+// every head (a tensor partition with replicated attention) adds its own whole O projection instead, so only
+// the down projection's partial sums cross.
 // Memory: with the WebAssembly kernels every array of the rank (weights, KV rows, activations, ids) is one
 // block of the provider's linear memory, allocated once at construction after the kernels' scratch was
 // reserved (so no later growth detaches a view); the kernels read them in place, as LlamaForward's do.
@@ -232,7 +234,9 @@ export class RankForward {
     const qw = heads * hd;
     const kvw = this.kvWidth;
     const ffn = p.ffnEnd - p.ffnStart;
-    const tensor = ffn !== c.ffnDim || heads !== c.heads;
+    // A tensor rank sums the partial updates of what it splits (a replicated attention's update is whole).
+    const splitAttention = heads !== c.heads;
+    const splitFfn = ffn !== c.ffnDim;
     const x = this.#x.subarray(0, T * dim);
     const xb = this.#xb.subarray(0, T * dim);
     const xb2 = this.#xb2.subarray(0, T * dim);
@@ -256,8 +260,8 @@ export class RankForward {
     } else {
       links.receiveHidden(x);
     }
-    const residual = (update: Float32Array): void => {
-      if (tensor) {
+    const residual = (update: Float32Array, split: boolean): void => {
+      if (split) {
         links.allReduce(update, sum);
         run(addInplace, { n: T * dim }, [x, sum]);
       } else run(addInplace, { n: T * dim }, [x, update]);
@@ -275,13 +279,13 @@ export class RankForward {
       run(kvWrite, { count: T, width: kvw, maxSeq: this.maxSeq, pos0 }, [v, vc]);
       run(attention, { count: T, heads, kvHeads, headDim: hd, maxSeq: this.maxSeq, pos0 }, [q, kc, vc, att]);
       run(matmulNT, { m: T, n: dim, k: qw }, [att, L.wo, xb2]);
-      residual(xb2);
+      residual(xb2, splitAttention);
       run(rmsnorm, { rows: T, cols: dim, eps }, [x, L.ffnNorm, xb]);
       run(matmulNT, { m: T, n: ffn, k: dim }, [xb, L.gate, hb]);
       run(matmulNT, { m: T, n: ffn, k: dim }, [xb, L.up, hb2]);
       run(siluMul, { n: T * ffn }, [hb, hb2, hb3]);
       run(matmulNT, { m: T, n: dim, k: ffn }, [hb3, L.down, xb2]);
-      residual(xb2);
+      residual(xb2, splitFfn);
     });
     if (!p.classifies) {
       links.sendHidden(x);
