@@ -247,6 +247,7 @@ async function measure(model: string, weights: DenseWeights): Promise<{ rows: Ro
     { name: '2 host ranks (tensor)', ranks: 2, run: true, session: await make(two), micros: 0, steps: 0, ids: [] },
     // Every head on both ranks, only the FFN and classifier split: one exchange per layer instead of two.
     { name: '2 ranks, attn replicated', ranks: 2, run: true, session: await make(evenTensorPartition(weights.config, 2, 'replicated')), micros: 0, steps: 0, ids: [] },
+    { name: '2 ranks, repl, spin 60', ranks: 2, run: true, session: await make(evenTensorPartition(weights.config, 2, 'replicated'), 60), micros: 0, steps: 0, ids: [] },
     // The default, but each rank starts its forward pass on its own OK checkpoint vote (overlapCheckpoint on).
     { name: '2 ranks, cp overlap', ranks: 2, run: true, session: await make(two, undefined, undefined, true), micros: 0, steps: 0, ids: [] },
     // A 60 µs spin bound with the liveness rule on (it needs a bound to poll past) (past its bound a rank polls while its peer shows progress).
