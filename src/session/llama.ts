@@ -1340,10 +1340,12 @@ export class LlamaForward {
     } else {
       const group = this.#live('forward.enqueue');
       this.#group = undefined;
-      handle = await this.runtime.chain(graph, group, options).catch((err: unknown) => {
+      try {
+        handle = await this.runtime.chain(graph, group, options);
+      } catch (err) {
         this.#group = group; // rejected before admission: still ours, untouched
         throw err;
-      });
+      }
     }
     const member: Member = { handle, pos0, rows, result: undefined };
     this.#tail = member;

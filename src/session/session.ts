@@ -1075,14 +1075,20 @@ export class TextSession {
         });
       };
       try {
-        await gate('checkpoint');
-        await gate('execute');
+        // A gate answered synchronously is not awaited: no promise and no microtask per phase then.
+        let wait = gate('checkpoint');
+        if (wait !== undefined) await wait;
+        wait = gate('execute');
+        if (wait !== undefined) await wait;
         const executed = await plan.execute(start);
-        await gate('observe');
+        wait = gate('observe');
+        if (wait !== undefined) await wait;
         const observed = this.#observe(epoch, start, tokens, executed, plan.commit);
-        await gate('publish');
+        wait = gate('publish');
+        if (wait !== undefined) await wait;
         if (observed.count < plan.rows) await this.#zeroRows(start + observed.count, start + plan.rows);
-        await gate('complete');
+        wait = gate('complete');
+        if (wait !== undefined) await wait;
         this.#publish(tokens, observed.count);
         return { epoch, length: this.#tokens.length, tokens: tokens.slice(0, observed.count), logits: observed.logits, argmax: observed.argmax };
       } catch (err) {

@@ -16,7 +16,7 @@ import { TenonError } from '../errors.js';
 import { alignDown, alignUp, checkedMul } from './arith.js';
 import { BorrowNode } from './borrow.js';
 import type { AllocationReason } from './counters.js';
-import { arrayMatches, checkDType, dtypeSize, newArray } from './dtype.js';
+import { arrayMatches, checkDType, dtypeSize, newArray, typedView } from './dtype.js';
 import type { AnyTypedArray, ArrayOf, DType } from './dtype.js';
 import { checkLayout, proveInjective } from './layout.js';
 import type { CheckedLayout, LayoutSpec } from './layout.js';
@@ -47,6 +47,12 @@ function checkInternal(key: unknown, op: string): void {
 
 function providerOf(target: Target): ProviderCore {
   return target.claim.root.provider;
+}
+
+/** The host provider's kernel-internal access to a root's bytes (src/storage/host.ts). */
+interface HostRootMemory {
+  bufferOf(root: Claim['root']): ArrayBufferLike;
+  addressOf(root: Claim['root']): number;
 }
 
 /** Root-relative byte range reachable by the target's layout. */
@@ -218,9 +224,41 @@ export class TensorView<D extends DType = DType> implements TensorReadApi<D> {
     }
   }
 
-  async toArray(): Promise<ArrayOf<D>> {
+  toArray(): Promise<ArrayOf<D>> {
+    // A contiguous tensor of a host provider is copied straight out of its root's memory under the same
+    // shared borrow, resolution and checks prepareHost() takes (same counters, same errors as rejections),
+    // without a prepared access or an async hop (a decode step reads its logits through here).
+    const op = 'view.prepareHost';
+    let target: Target;
+    try {
+      target = this.#read(op);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const core = providerOf(target);
+    if (core.kind !== 'host' || target.layout.kind !== 'contiguous') return this.#toArrayPrepared();
+    let token: BorrowNode;
+    try {
+      token = this.#node.lendShared(op);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    try {
+      const host = core.resolve() as unknown as HostRootMemory;
+      const { layout, claim } = target;
+      const start = host.addressOf(claim.root) + claim.start + layout.envelope.start;
+      const elements = (layout.envelope.end - layout.envelope.start) / dtypeSize(layout.dtype);
+      return Promise.resolve(typedView(layout.dtype as D, host.bufferOf(claim.root), start, elements).slice() as ArrayOf<D>);
+    } catch (err) {
+      return Promise.reject(err);
+    } finally {
+      token.release(op);
+    }
+  }
+
+  async #toArrayPrepared(): Promise<ArrayOf<D>> {
     // try/finally rather than `using`: the same release on every exit, without the lowered disposal
-    // stack per call (a decode step reads its logits through here).
+    // stack per call.
     const prepared = await this.prepareHost();
     try {
       if (prepared.kind === 'contiguous') return prepared.asArray().slice() as ArrayOf<D>;

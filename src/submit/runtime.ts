@@ -160,6 +160,8 @@ export interface SubmitOptions {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const PROVEN: FenceVerdict = Object.freeze({ proven: true });
+/** A record's `retired` before admission sets it: already settled (shared, not one per record). */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /**
  * Resolves on the next macrotask: host runs are scheduled there so that submit() returns before the
@@ -223,7 +225,7 @@ class RetirementRecord {
   successor: RetirementRecord | undefined;
   state: RecordState = 'in-flight';
   /** Resolves when the record left the in-flight set (decided or parked); never rejects. */
-  retired: Promise<void> = Promise.resolve();
+  retired: Promise<void> = SETTLED;
   /** Set while parked: decides the outcome now (completed or retired-failed). */
   unpark: (() => void) | undefined;
   /**

@@ -18,7 +18,7 @@ import type { AnyOpDef } from '../ops/types.js';
 import { wasmKernelsAvailable, wasmKernelsFor } from './kernels.js';
 import type { WasmKernels, WasmKernelSet } from './kernels.js';
 import { WASM_OPS, WASM_OPS_Q8 } from './ops.js';
-import type { WasmOp } from './ops.js';
+import type { BoundWasmCall, WasmOp } from './ops.js';
 
 /**
  * What a runtime asks for: the fastest available (`auto`), SIMD or refuse (`wasm`), SIMD with 8-bit
@@ -60,6 +60,8 @@ export interface ResolvedHostDispatch {
   readonly kernel: AnyOpDef;
   /** The WebAssembly kernel, when there is one and every operand lies in the executor's memory. */
   readonly impl: WasmOp<never> | undefined;
+  /** impl's call bound to `at` once (WasmOp.bind), when impl has one: what a replay calls. */
+  readonly call: BoundWasmCall<never> | undefined;
   /** Address of each binding's element 0, in binding order (wasm path). */
   readonly at: readonly number[];
   readonly states: readonly HostBindingState[];
@@ -135,10 +137,12 @@ export class HostExecutor {
     const memory = this.#memory;
     const impl = this.#kernels === undefined ? undefined : this.#ops.get(kernel);
     const inMemory = memory !== undefined && states.every((s) => s.memory === memory);
+    const at = Object.freeze(states.map((s) => s.address));
     return {
       kernel,
       impl: inMemory ? impl : undefined,
-      at: Object.freeze(states.map((s) => s.address)),
+      call: inMemory && impl?.bind !== undefined ? impl.bind(this.#kernels!, at) : undefined,
+      at,
       states,
       counts: this.#countsOf(kernel),
       arrays: undefined,
@@ -148,6 +152,13 @@ export class HostExecutor {
 
   /** Runs a resolved dispatch (after prepare() reserved the scratch of this replay): no lookups, no checks. */
   runResolved(r: ResolvedHostDispatch, params: never): void {
+    const call = r.call;
+    if (call !== undefined) {
+      call(params, this.#scratch);
+      this.#wasm++;
+      r.counts[0]++;
+      return;
+    }
     const impl = r.impl;
     if (impl !== undefined) {
       impl.run(this.#kernels!, params, r.at, this.#scratch);

@@ -32,7 +32,16 @@ export interface WasmOp<P> {
   scratchBytes(p: P): number;
   /** Runs the kernel; `scratch` is the address of at least scratchBytes(p) bytes. */
   run(k: WasmKernels, p: P, at: readonly number[], scratch: number): void;
+  /**
+   * The same kernel call with its operand addresses (and the exported function) fixed once, for a
+   * replayed dispatch: what `run` derives per call from `at` and `p`, the call derives only when it is
+   * given another params object (static params are the same object every replay). Absent: `run` it is.
+   */
+  bind?(k: WasmKernels, at: readonly number[]): BoundWasmCall<P>;
 }
+
+/** A WebAssembly kernel call bound to its operands' addresses: params and scratch address per call. */
+export type BoundWasmCall<P> = (p: P, scratch: number) => void;
 
 const F32_BYTES = 4;
 const none = (): number => 0;
@@ -197,6 +206,23 @@ function qmatmulQ8Entry(kind: PackedKind): WasmOp<QMatmulParams> {
       const l = layouts(p.k);
       k.quant.qmatmul_q8(id, x!, w!, out!, p.m, p.n, p.k, l.rowBytes, l.p0, l.p1, l.p2, scratch);
     },
+    bind(k, at) {
+      const fn = k.quant.qmatmul_q8;
+      const x = at[0]!;
+      const w = at[1]!;
+      const out = at[2]!;
+      let last: QMatmulParams | undefined;
+      let m = 0, n = 0, kk = 0, rowBytes = 0, p0 = 0, p1 = 0, p2 = 0;
+      return (p, scratch) => {
+        if (p !== last) {
+          const l = layouts(p.k);
+          ({ m, n, k: kk } = p);
+          ({ rowBytes, p0, p1, p2 } = l);
+          last = p;
+        }
+        fn(id, x, w, out, m, n, kk, rowBytes, p0, p1, p2, scratch);
+      };
+    },
   };
 }
 
@@ -234,6 +260,30 @@ function qmatmulEntry(kind: PackedKind): WasmOp<QMatmulParams> {
       if (kind === 'F32') k.f32.linear_rows(x!, w!, out!, p.m, p.n, p.k, l.rowBytes);
       else k.quant.qmatmul(id, x!, w!, out!, p.m, p.n, p.k, l.rowBytes, l.p0, l.p1, l.p2, scratch);
     },
+    bind(k, at) {
+      const x = at[0]!;
+      const w = at[1]!;
+      const out = at[2]!;
+      let last: QMatmulParams | undefined;
+      let m = 0, n = 0, kk = 0, rowBytes = 0, p0 = 0, p1 = 0, p2 = 0;
+      const refresh = (p: QMatmulParams): void => {
+        ({ m, n, k: kk } = p);
+        ({ rowBytes, p0, p1, p2 } = layouts(p.k));
+        last = p;
+      };
+      if (kind === 'F32') {
+        const fn = k.f32.linear_rows;
+        return (p) => {
+          if (p !== last) refresh(p);
+          fn(x, w, out, m, n, kk, rowBytes);
+        };
+      }
+      const fn = k.quant.qmatmul;
+      return (p, scratch) => {
+        if (p !== last) refresh(p);
+        fn(id, x, w, out, m, n, kk, rowBytes, p0, p1, p2, scratch);
+      };
+    },
   };
 }
 
@@ -250,11 +300,39 @@ function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
         }
       },
     }),
-    entry(rmsnorm, { scratchBytes: none, run: (k, p, [x, w, out]) => k.f32.rmsnorm(x!, w!, out!, p.rows, p.cols, Math.fround(p.eps)) }),
+    entry(rmsnorm, {
+      scratchBytes: none,
+      run: (k, p, [x, w, out]) => k.f32.rmsnorm(x!, w!, out!, p.rows, p.cols, Math.fround(p.eps)),
+      bind(k, [x, w, out]) {
+        const fn = k.f32.rmsnorm;
+        return (p) => fn(x!, w!, out!, p.rows, p.cols, Math.fround(p.eps));
+      },
+    }),
     entry(softmax, { scratchBytes: none, run: (k, p, [x, out]) => k.f32.softmax(x!, out!, p.rows, p.cols) }),
-    entry(siluMul, { scratchBytes: none, run: (k, p, [a, b, out]) => k.f32.silu_mul(a!, b!, out!, p.n) }),
-    entry(add, { scratchBytes: none, run: (k, p, [a, b, out]) => k.f32.add(a!, b!, out!, p.n) }),
-    entry(addInplace, { scratchBytes: none, run: (k, p, [acc, b]) => k.f32.add(acc!, b!, acc!, p.n) }),
+    entry(siluMul, {
+      scratchBytes: none,
+      run: (k, p, [a, b, out]) => k.f32.silu_mul(a!, b!, out!, p.n),
+      bind(k, [a, b, out]) {
+        const fn = k.f32.silu_mul;
+        return (p) => fn(a!, b!, out!, p.n);
+      },
+    }),
+    entry(add, {
+      scratchBytes: none,
+      run: (k, p, [a, b, out]) => k.f32.add(a!, b!, out!, p.n),
+      bind(k, [a, b, out]) {
+        const fn = k.f32.add;
+        return (p) => fn(a!, b!, out!, p.n);
+      },
+    }),
+    entry(addInplace, {
+      scratchBytes: none,
+      run: (k, p, [acc, b]) => k.f32.add(acc!, b!, acc!, p.n),
+      bind(k, [acc, b]) {
+        const fn = k.f32.add;
+        return (p) => fn(acc!, b!, acc!, p.n);
+      },
+    }),
     entry(rope, {
       scratchBytes: ropeTableBytes,
       run(k, p, [x], scratch) {
@@ -267,6 +345,10 @@ function table(): ReadonlyMap<AnyOpDef, WasmOp<never>> {
       scratchBytes: (p) => (p.pos0 + p.count) * F32_BYTES,
       run: (k, p, [q, kk, v, out], scratch) =>
         k.f32.attention(q!, kk!, v!, out!, p.count, p.heads, p.kvHeads, p.headDim, p.pos0, attentionScale(p.headDim), scratch),
+      bind(k, [q, kk, v, out]) {
+        const fn = k.f32.attention;
+        return (p, scratch) => fn(q!, kk!, v!, out!, p.count, p.heads, p.kvHeads, p.headDim, p.pos0, attentionScale(p.headDim), scratch);
+      },
     }),
   ];
   for (const kind of PACKED_KINDS) {
