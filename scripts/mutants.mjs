@@ -12,8 +12,10 @@
 // lane (scripts/mutants/lane-server.mjs: vitest's Node API; the browser lane keeps one Vite server and one
 // Chromium) in its job's copy, taking the lane's mutants one by one from its shared queue until none is
 // left. For each mutant: apply one exact text replacement to one source file of the copy, have the
-// lane drop what it cached of that file (and rebuild dist/workers when the node lane's Node build reads
-// it), run the named test files with only the tests whose titles carry the mutant's IDs selected, restore
+// lane drop what it cached of that file (the node lane rebuilds dist/workers, its Node build, when the
+// build reads the file and the run uses the build: a named test file the lanes saw start a worker or child
+// process from dist/workers, or any run caught doing so on the stale build, which is then thrown away and
+// run again rebuilt; scripts/mutants/lane-server.mjs), run the named test files with only the tests whose titles carry the mutant's IDs selected, restore
 // the file byte for byte, and have the lane drop its cache of the file again. A mutant may name a `focus`
 // (text in the full names of the named tests that exercise its code, e.g. its weight kind): those run
 // first, and anything but a kill there goes on to all the named tests; a focus that selects no passing

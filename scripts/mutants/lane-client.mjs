@@ -27,6 +27,12 @@ const killGroup = (pid) => {
 
 /** Every live server's pid, so the runner can kill them all when it is interrupted. */
 export const liveServers = new Set();
+/**
+ * Test files (relative to the tree) any node lane of this runner saw using dist/workers: each lane's
+ * results add what it learnt, each run hands the lane the whole set, so what one job's lane learnt
+ * spares the others a stale run (scripts/mutants/lane-server.mjs).
+ */
+export const distUsers = new Set();
 
 export class LaneClient {
   constructor(lane, root, env) {
@@ -94,6 +100,7 @@ export class LaneClient {
         } else if (message.type === 'result') {
           const p = this.pending.get(message.id);
           this.pending.delete(message.id);
+          for (const file of message.distUsers ?? []) distUsers.add(file);
           p?.resolve({ status: message.status, report: message.report, note: message.note });
         }
       });
@@ -127,7 +134,7 @@ export class LaneClient {
           resolve({ ...r, timedOut: false });
         },
       });
-      this.child.send({ type: 'run', id, changed, specs, stopOn });
+      this.child.send({ type: 'run', id, changed, specs, stopOn, distUsers: [...distUsers] });
     });
   }
 

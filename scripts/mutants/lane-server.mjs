@@ -10,21 +10,32 @@
 // the lane's Vite environments and, for the browser lane, the browser's Vite server. Each test file runs
 // in a fresh fork (node) or a fresh iframe (browser), so nothing evaluated under one file content
 // survives into a run with another. The node lane also owns dist/workers (the Node builds the suites
-// load natively, outside Vite): built at start like scripts/lane.sh does, and rebuilt before a run
-// whenever a changed file is one of the build's inputs.
+// load natively, outside Vite): built at start like scripts/lane.sh does, and rebuilt only for a run that
+// uses it while it is stale. Stale: some input of the build differs from what the last build read (a
+// content hash per input, so a mutant written and restored without a rebuild leaves it fresh). Uses it:
+// scripts/mutants/dist-probe.mjs, preloaded into every test fork, logs each test file that starts a
+// worker or child process from dist/workers; those files are remembered (the lane's dist users). A run
+// naming a dist user while the build is stale rebuilds first. A run that uses the build while stale
+// anyway (a file not yet known to use it) is cancelled as soon as the probe logs it, its result is
+// thrown away, and it runs again after a rebuild: no result ever comes from a stale build.
 //
 // Messages (process IPC):
 //   server -> client  { type: 'ready', configFiles }                 configFiles: the config's own files
-//                     { type: 'result', id, status, report, note }  report: vitest JSON-report shape
+//                     { type: 'result', id, status, report, note, distUsers }
+//                                                     report: vitest JSON-report shape; distUsers: the
+//                                                     test files (relative) this lane knows use dist/workers
 //                     { type: 'fatal', message }                    the lane could not start
-//   client -> server  { type: 'run', id, changed: [abs], specs: [{ file: abs, pattern? }], stopOn? }
+//   client -> server  { type: 'run', id, changed: [abs], specs: [{ file: abs, pattern? }], stopOn?, distUsers? }
+//                     distUsers: test files (relative) other lanes of the runner saw using dist/workers
 //                     stopOn: { files: [relative to root], ids: [guarantee IDs] }: the run is cancelled as
 //                     soon as one test of those files that names one of those IDs fails (a mutant's verdict
 //                     is decided then: killed); what did not run yet is reported as not run.
 //                     { type: 'close' }
 import { build } from 'vite';
 import { createVitest } from 'vitest/node';
-import { realpathSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, realpathSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { join, relative, resolve } from 'node:path';
 import { titleIds } from './judge.mjs';
 
@@ -34,15 +45,38 @@ const NODE_BUILD_CONFIG = 'vite.node.config.ts';
 const NODE_BUILD_OUT = join(root, 'dist/workers');
 /** Vite's cache for this copy (inside the copy, so it goes when the copy does). */
 const VITE_CACHE_DIR = '.vite-cache';
+/** The dist probe's log (scripts/mutants/dist-probe.mjs), inside the copy. */
+const PROBE_LOG = join(root, '.tenon-dist-probe.log');
+/** How often a run on a stale build looks at the probe's log. */
+const PROBE_POLL_MS = 100;
 
 /** JSON-report status of a test, as vitest's JSON reporter maps task states. */
 const STATUS = { fail: 'failed', only: 'pending', pass: 'passed', run: 'pending', skip: 'skipped', todo: 'todo', queued: 'pending' };
 
-const send = (message) => new Promise((done) => process.send(message, done));
+const send = (message) =>
+  new Promise((done) => process.send(message.type === 'result' ? { ...message, distUsers: [...distUsers].map((f) => relative(root, f)) } : message, done));
 
 /** Source files (no query) of the Node build's modules, and whether the build succeeded. */
 let buildInputs = new Set();
+/** Content hash of each build input as the last build read it. */
+let builtHashes = new Map();
+/** Build inputs whose content now differs from what the last build read: the build is stale. */
+const dirty = new Set();
+/** Test files seen (by the probe) to start a worker or child process from dist/workers. */
+const distUsers = new Set();
+/** How many rebuilds this lane did, and how many runs were run again after one (logged at close). */
+const stats = { builds: 0, reruns: 0 };
+
+const hashOf = (file) => {
+  try {
+    return createHash('sha1').update(readFileSync(file)).digest('hex');
+  } catch {
+    return 'missing';
+  }
+};
+
 async function buildNode() {
+  stats.builds += 1;
   const seen = new Set();
   const collect = {
     name: 'tenon-mutants-build-inputs',
@@ -52,6 +86,8 @@ async function buildNode() {
   };
   await build({ root, configFile: join(root, NODE_BUILD_CONFIG), logLevel: 'error', plugins: [collect] });
   buildInputs = new Set([...seen, join(root, NODE_BUILD_CONFIG)]);
+  builtHashes = new Map([...buildInputs].filter((f) => statSync(f, { throwIfNoEntry: false })?.isFile()).map((f) => [f, hashOf(f)]));
+  dirty.clear();
 }
 
 /** Every file under dist/workers (what a rebuild may have rewritten). */
@@ -138,23 +174,77 @@ function fileReport(file) {
   return { assertionResults, status: failed ? 'failed' : 'passed', message: file.result?.errors?.[0]?.message ?? '', name: file.filepath };
 }
 
-async function run({ id, changed, specs, stopOn: stop }) {
-  let rebuild = false;
+/** Rebuilds dist/workers; false (after sending the run's result) when the build failed. */
+async function rebuild(id) {
+  try {
+    await buildNode();
+  } catch (error) {
+    await send({ type: 'result', id, status: 1, note: `node build failed: ${String(error?.message ?? error).split('\n')[0]}` });
+    return false;
+  }
+  for (const file of builtFiles()) invalidate(file);
+  return true;
+}
+
+/** The test files the probe's log names (each file that used dist/workers since the log was emptied). */
+function probed() {
+  let text = '';
+  try {
+    text = readFileSync(PROBE_LOG, 'utf8');
+  } catch {
+    return [];
+  }
+  return [...new Set(text.split('\n').filter(Boolean).map((line) => line.split('\t')[0]))];
+}
+
+async function run(message) {
+  const { id, changed, specs } = message;
+  for (const file of message.distUsers ?? []) distUsers.add(resolve(root, file));
   for (const file of changed) {
     invalidate(file);
-    if (lane === 'node' && buildInputs.has(file)) rebuild = true;
+    if (lane !== 'node' || !buildInputs.has(file)) continue;
+    if (builtHashes.get(file) === hashOf(file)) dirty.delete(file);
+    else dirty.add(file);
   }
-  if (rebuild) {
-    try {
-      await buildNode();
-    } catch (error) {
-      await send({ type: 'result', id, status: 1, note: `node build failed: ${String(error?.message ?? error).split('\n')[0]}` });
-      return;
-    }
-    for (const file of builtFiles()) invalidate(file);
-  }
-  const p = project();
   const paths = specs.map((s) => resolve(root, s.file));
+  if (lane === 'node' && dirty.size > 0 && paths.some((f) => distUsers.has(f)) && !(await rebuild(id))) return;
+  const usedStale = await runSpecs(message, paths);
+  if (usedStale === undefined) return;
+  // The run reached dist/workers while it was stale: its result says nothing about the mutant. Again,
+  // on a fresh build (the file is a known dist user now, so this happens once per file and lane).
+  stats.reruns += 1;
+  if (!(await rebuild(id))) return;
+  await runSpecs(message, paths);
+}
+
+/**
+ * One run of the request's specs; sends its result, or returns true without sending one when the run
+ * used dist/workers while the build was stale (then it was cancelled as soon as the probe saw it).
+ */
+async function runSpecs({ id, specs, stopOn: stop }, paths) {
+  const stale = lane === 'node' && dirty.size > 0;
+  writeFileSync(PROBE_LOG, '');
+  let staleUse = false;
+  const watch = stale
+    ? setInterval(() => {
+        if (staleUse || probed().length === 0) return;
+        staleUse = true;
+        stopOn = undefined;
+        void vitest.cancelCurrentRun('test-failure');
+      }, PROBE_POLL_MS)
+    : undefined;
+  try {
+    return await runOnce(id, specs, stop, paths, () => {
+      for (const file of probed()) distUsers.add(file);
+      return stale && (staleUse || probed().length > 0);
+    });
+  } finally {
+    clearInterval(watch);
+  }
+}
+
+async function runOnce(id, specs, stop, paths, usedStale) {
+  const p = project();
   // A file whose run never starts must read as missing, never as its previous run's results.
   vitest.state.clearFiles(p, paths);
   const specifications = specs.map((s) => p.createSpecification(resolve(root, s.file), s.pattern ? { testNamePattern: s.pattern } : undefined));
@@ -164,19 +254,29 @@ async function run({ id, changed, specs, stopOn: stop }) {
     result = await vitest.runTestSpecifications(specifications, false);
   } catch (error) {
     stopOn = undefined;
+    if (usedStale()) return true;
     await send({ type: 'result', id, status: 1, note: `vitest threw: ${String(error?.message ?? error).split('\n')[0]}` });
-    return;
+    return undefined;
   }
   stopOn = undefined;
+  if (usedStale()) return true;
   const files = specifications.map((s) => s.testModule?.task).filter((task) => task !== undefined && task.result !== undefined);
   const modules = specifications.map((s) => s.testModule).filter((m) => m !== undefined);
   const failed = result.unhandledErrors.length > 0 || modules.length === 0 || modules.some((m) => !m.ok());
   const report = { testResults: files.map(fileReport), unhandledErrors: result.unhandledErrors.length };
   await send({ type: 'result', id, status: failed ? 1 : 0, report });
+  return undefined;
 }
 
 try {
-  if (lane === 'node') await buildNode();
+  if (lane === 'node') {
+    await buildNode();
+    // The test forks inherit this environment: each loads the probe first (scripts/mutants/dist-probe.mjs).
+    process.env['TENON_DIST_PROBE'] = PROBE_LOG;
+    process.env['TENON_DIST_PROBE_DIR'] = NODE_BUILD_OUT;
+    const probe = pathToFileURL(join(root, 'scripts/mutants/dist-probe.mjs')).href;
+    process.env['NODE_OPTIONS'] = `${process.env['NODE_OPTIONS'] ?? ''} --import ${probe}`.trim();
+  }
   // A cache of its own (Vite's optimized dependencies, vitest's results): the shared one under
   // node_modules/.vite belongs to the checkout's lanes, and a copy's different root would make each side
   // re-optimize over the other's.
@@ -193,6 +293,7 @@ process.on('message', (message) => {
     queue = queue.then(() => run(message).catch((error) => send({ type: 'result', id: message.id, status: 1, note: `lane error: ${String(error?.message ?? error).split('\n')[0]}` })));
   }
   if (message.type === 'close') queue = queue.then(async () => {
+    if (lane === 'node') console.log(`lane-server node: ${stats.builds} build(s) of dist/workers, ${stats.reruns} run(s) again after a stale use; dist users: ${[...distUsers].map((f) => relative(root, f)).join(' ') || 'none'}`);
     await vitest.close();
     process.exit(0);
   });
