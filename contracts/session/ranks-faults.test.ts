@@ -37,10 +37,11 @@ async function session(partition: ArchitecturePartition, identity = 'stories260K
 }
 
 describe.skipIf(!present)('rank loss', () => {
-  for (const kind of ['pipeline', 'tensor'] as const) {
+  // 'tensor-replicated': attention on every rank, one exchange per layer (TS-dist-replicated-attention).
+  for (const kind of ['pipeline', 'tensor', 'tensor-replicated'] as const) {
     for (const phase of RANK_PHASES) {
       it(`[TS-dist-rank-loss] ${kind}: a rank killed at ${phase} ends the step ${phase === 'complete' ? 'indeterminate' : 'aborted'} on every rank, nothing is published, the session is fenced, no rank hangs`, async () => {
-        const s = await session(kind === 'pipeline' ? PIPELINE : evenTensorPartition(partitionModelOf(model!), 2));
+        const s = await session(kind === 'pipeline' ? PIPELINE : evenTensorPartition(partitionModelOf(model!), 2, kind === 'tensor' ? 'split' : 'replicated'));
         await s.step(PROMPT);
         const before = await s.inspect([0]);
         // Rank 0 is the one killed in a pipeline at execute (rank 1 then waits on its hidden state).
