@@ -414,6 +414,9 @@ async function runLane(lane, root, job) {
   }
   await leakCheck(count);
   await client.close();
+  // The node lane's closing account of dist/workers (rebuilds, runs again after a stale use, dist users).
+  const builds = client.output.split('\n').findLast((line) => line.startsWith('lane-server node:'));
+  if (builds !== undefined) say(`${builds.replace('lane-server node:', `dist     ${lane}${tag}:`)}`);
 }
 
 /** Each job's copy of the tree, made when the job first runs (and kept for its later lanes). */
