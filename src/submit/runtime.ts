@@ -164,28 +164,52 @@ const PROVEN: FenceVerdict = Object.freeze({ proven: true });
 const SETTLED: Promise<void> = Promise.resolve();
 
 /**
- * Resolves on the next macrotask: host runs are scheduled there so that submit() returns before the
- * kernels run (host scheduling only; it proves nothing). A MessageChannel avoids the 4 ms clamp browsers
- * put on nested setTimeout(0).
+ * Runs `task` on a later macrotask: host runs are scheduled there so that submit() returns before the
+ * kernels run (host scheduling only; it proves nothing). Tasks run in the order they were scheduled.
+ * Where the engine has setImmediate (Node, Deno, Bun) it is used: one FIFO queue, no message port to
+ * cross. Elsewhere (browsers) a MessageChannel, which avoids the 4 ms clamp browsers put on nested
+ * setTimeout(0).
  */
+const setImmediateOf = (globalThis as { setImmediate?: (task: () => void) => unknown }).setImmediate;
 const macrotasks: (() => void)[] = [];
 let channel: MessageChannel | undefined;
 /** Node: the port keeps the process alive exactly while a macrotask is pending (browsers lack ref/unref). */
 type RefPort = MessagePort & { ref?: () => void; unref?: () => void };
-function nextMacrotask(): Promise<void> {
+function onMacrotask(task: () => void): void {
+  if (setImmediateOf !== undefined) {
+    setImmediateOf(task);
+    return;
+  }
   if (channel === undefined) {
     const created = new MessageChannel();
     channel = created;
     created.port1.onmessage = () => {
-      macrotasks.shift()?.();
+      const next = macrotasks.shift();
       if (macrotasks.length === 0) (created.port1 as RefPort).unref?.();
+      next?.();
     };
   }
   const port = channel.port1 as RefPort;
-  return new Promise((resolve) => {
-    if (macrotasks.length === 0) port.ref?.();
-    macrotasks.push(resolve);
-    channel!.port2.postMessage(null);
+  if (macrotasks.length === 0) port.ref?.();
+  macrotasks.push(task);
+  channel.port2.postMessage(null);
+}
+
+/** Resolves on a later macrotask (see onMacrotask); the mutant completion-proof-by-timing awaits it. */
+function nextMacrotask(): Promise<void> {
+  return new Promise<void>((resolve) => onMacrotask(resolve));
+}
+
+/** Settles with `work`'s result (or rejects with what it throws), run on a later macrotask (see onMacrotask). */
+function onMacrotaskRun<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    onMacrotask(() => {
+      try {
+        resolve(work());
+      } catch (err) {
+        reject(err);
+      }
+    });
   });
 }
 
@@ -923,7 +947,7 @@ export class Runtime {
     const fail = this.#failHostNext;
     this.#failHostNext = false;
     // Host runs go in admission order (macrotasks are FIFO), so an earlier member has run and retired.
-    record.retired = nextMacrotask().then(() => {
+    record.retired = onMacrotaskRun(() => {
       // A chain whose earlier member failed runs no further kernels: its members end failed anyway.
       if (record.chain.failure !== undefined) return this.#retire(record, undefined);
       try {
