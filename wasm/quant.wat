@@ -987,7 +987,7 @@
 
   ;; relaxed-only: begin
   ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
-  ;; block at $xq), then 32 times the block's four-element sums (i32x4: lane l = 32 (q_4l + .. + q_4l+3)) of
+  ;; block at $xq), then 32 times the block's pair sums (i16x8: lane i = 32 (q_2i + q_2i+1), at most 8128) of
   ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout): Q6_K's offsets as they are.
   (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $b0 v128) (local $b1 v128) (local $s0 v128) (local $s1 v128)
@@ -1009,10 +1009,10 @@
         (local.set $b1 (i8x16.narrow_i16x8_s (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id))))
         (v128.store (local.get $xq) (local.get $b0))
         (v128.store offset=16 (local.get $xq) (local.get $b1))
-        (v128.store offset=32 (local.get $xq) (i32x4.shl (local.tee $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b0)))) (i32.const 5)))
-        (v128.store offset=48 (local.get $xq) (i32x4.shl (local.tee $s1 (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (local.get $b1)))) (i32.const 5)))
+        (v128.store offset=32 (local.get $xq) (i16x8.shl (local.tee $s0 (i16x8.extadd_pairwise_i8x16_s (local.get $b0))) (i32.const 5)))
+        (v128.store offset=48 (local.get $xq) (i16x8.shl (local.tee $s1 (i16x8.extadd_pairwise_i8x16_s (local.get $b1))) (i32.const 5)))
         ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
-        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add (local.get $s0) (local.get $s1))))
+        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $s0) (local.get $s1)))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
@@ -1200,9 +1200,9 @@
   ;; plain-only: end
   ;; relaxed-only: begin
   ;; The relaxed build's four rows of Q4_0: per block, x's 32 bytes against the nibbles' unsigned form (low
-  ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added (no
-  ;; i16 lane can overflow: 4 * 15 * 127) and widened pairwise, minus 8 times x's four-element sums of the
-  ;; two halves (a quarter of the quantizer's 32 times): the plain build's lane sums of (q - 8) x, exactly.
+  ;; nibbles: elements 0..15, high: 16..31), each 16 by i16x8.relaxed_dot_i8x16_i7x16_s, the two added, less
+  ;; 8 times x's pair sums of the two halves (a quarter of the quantizer's 32 times; no i16 lane can
+  ;; overflow: 4 * 15 * 127 and 4 * 8 * 127), widened pairwise: the plain build's lane sums of (q - 8) x, exactly.
   (func $rows4_q4_0_q8x (param $xq i32) (param $w i32) (param $s1 i32) (param $s2 i32) (param $s3 i32) (param $blocks i32) (param $f i32) (param $fb i32)
     (param $o0 i32) (param $o1 i32) (param $o2 i32) (param $o3 i32)
     (local $end i32) (local $f2 i32) (local $f3 i32) (local $v v128) (local $x0 v128) (local $x1 v128) (local $c v128) (local $m0f v128)
@@ -1216,30 +1216,30 @@
         (br_if $done (i32.ge_u (local.get $w) (local.get $end)))
         (local.set $x0 (v128.load (local.get $xq)))
         (local.set $x1 (v128.load offset=16 (local.get $xq)))
-        (local.set $c (i32x4.shr_s (i32x4.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 2)))
+        (local.set $c (i16x8.shr_s (i16x8.add (v128.load offset=32 (local.get $xq)) (v128.load offset=48 (local.get $xq))) (i32.const 2)))
         (local.set $v (v128.load (local.get $w)))
-        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+        (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.sub (i16x8.add
           (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
-          (local.get $c)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f))))
+          (local.get $c))))
           (v128.load32_splat (local.get $f)))))
         (local.set $v (v128.load (i32.add (local.get $w) (local.get $s1))))
-        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+        (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.sub (i16x8.add
           (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
-          (local.get $c)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f))))
+          (local.get $c))))
           (v128.load32_splat (i32.add (local.get $f) (local.get $fb))))))
         (local.set $v (v128.load (i32.add (local.get $w) (local.get $s2))))
-        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+        (local.set $acc2 (f32x4.add (local.get $acc2) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.sub (i16x8.add
           (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
-          (local.get $c)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f))))
+          (local.get $c))))
           (v128.load32_splat (i32.add (local.get $f) (local.get $f2))))))
         (local.set $v (v128.load (i32.add (local.get $w) (local.get $s3))))
-        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (i16x8.add
+        (local.set $acc3 (f32x4.add (local.get $acc3) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.sub (i16x8.add
           (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x0) (v128.and (local.get $v) (local.get $m0f)))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f)))))
-          (local.get $c)))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $x1) (v128.and (i16x8.shr_u (local.get $v) (i32.const 4)) (local.get $m0f))))
+          (local.get $c))))
           (v128.load32_splat (i32.add (local.get $f) (local.get $f3))))))
         (local.set $w (i32.add (local.get $w) (i32.const 16)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
@@ -1341,19 +1341,23 @@
     (call $store_sums4 (local.get $acc0) (local.get $acc1) (local.get $acc2) (local.get $acc3) (local.get $o0) (local.get $o1) (local.get $o2) (local.get $o3)))
 
   ;; relaxed-only: begin
-  ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, as
-  ;; $dot_q6_k_q8x's relaxed body per row (the same groups, integer sums, factors and f32 steps in the same
-  ;; order, so each row gives the same bits whichever row it is paired with), sharing each load of x's bytes
-  ;; and sums; results stored at $o0, $o1. Per group of 16: x's 16 bytes against the unsigned 6-bit values
-  ;; (0..63) by i16x8.relaxed_dot_i8x16_i7x16_s, widened pairwise, minus 32 times x's four-element sums (as
-  ;; the quantizer stores them). x of group t of step (h, l): bytes at $xe + 64t, sums at $xe + 64t + 32
-  ;; ($xe = $xq + 64 (8b + 4h) + l).
+  ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, sharing
+  ;; each load of x; results stored at $o0, $o1. Per step (h, l) the four groups t = 0..3 (16 elements each,
+  ;; scale 8h + l / 16 + 2t, x's block 8b + 4h + t) as x's 16 bytes against the unsigned 6-bit values (0..63)
+  ;; by i16x8.relaxed_dot_i8x16_i7x16_s less 32 times x's pair sums (as the quantizer stores them): lane i
+  ;; holds the group's (q - 32) x of elements 2i, 2i + 1 (at most 2 * 32 * 127). The four groups' lanes are
+  ;; then summed across (unpacks of 32 then 64 bits, i16 sums of at most 8 elements: 32512, then widened
+  ;; pairwise) into one vector of the four groups' exact integer sums, groups 0, 2, 1, 3 in lanes 0..3, and
+  ;; acc += f32(sums) * (the step's four factors in that order): one f32 step per four groups, as the scalar
+  ;; twin; each row's arithmetic its own, so it gives the same bits whichever row it is paired with. x of
+  ;; group t: bytes at $xe + 64t, pair sums at $xe + 64t + 32 ($xe = $xq + 64 (8b + 4h) + l).
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
     (param $f i32) (param $o0 i32) (param $o1 i32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
-    (local $d0 v128) (local $d1 v128) (local $fs0 v128) (local $fs1 v128) (local $xs v128) (local $xv v128) (local $q v128)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
+    (local $d0 v128) (local $d1 v128) (local $xa v128) (local $xb v128) (local $s16 v128) (local $e v128) (local $xv v128) (local $xs v128) (local $q v128)
+    (local $g0 v128) (local $g1 v128) (local $u0 v128) (local $u1 v128) (local $v v128)
     (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
-    (local $s16 v128) (local $xa v128) (local $xb v128) (local $m0f v128) (local $m30 v128)
+    (local $m0f v128) (local $m30 v128)
     (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
     (local.set $m0f (i8x16.splat (i32.const 0x0f)))
     (local.set $m30 (i8x16.splat (i32.const 0x30)))
@@ -1373,92 +1377,75 @@
             (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
               (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
             (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
-        ;; The 16 factors of each row's super-block, f(f(d sc_s) d_x) for scale s (sign-extended byte s of the
-        ;; 16; x's block 8b + 4 (s / 8) + (s mod 8) / 2): row 0's at $f + 4s, row 1's at $f + 64 + 4s.
-        (local.set $xa (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
-        (local.set $xb (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
-        (local.set $s16 (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
-        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
-        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
-        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
-        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
-        (local.set $s16 (v128.load (i32.add (i32.add (i32.add (local.get $w0) (local.get $dw)) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
-        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
-        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
-        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
-        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
+        ;; Each row's 16 factors f(f(d sc_s) d_x) in step order: step (h, l) (2h + l / 16) holds group t's, scale
+        ;; s = 8h + l / 16 + 2t (sign-extended byte s of the 16; x's block 8b + 4h + t), in lane 0, 2, 1, 3 for
+        ;; t = 0, 1, 2, 3 (the order the group sums come in); row 0's four steps at $f, row 1's at $f + 64.
+        (local.set $xa (i8x16.shuffle 0 1 2 3 8 9 10 11 4 5 6 7 12 13 14 15
+          (local.tee $xa (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))) (local.get $xa)))
+        (local.set $xb (i8x16.shuffle 0 1 2 3 8 9 10 11 4 5 6 7 12 13 14 15
+          (local.tee $xb (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))) (local.get $xb)))
+        (local.set $e (i8x16.shuffle 0 4 2 6 1 5 3 7 8 12 10 14 9 13 11 15
+          (local.tee $s16 (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))) (local.get $s16)))
+        (local.set $s16 (i16x8.extend_low_i8x16_s (local.get $e)))
+        (v128.store offset=0 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $s16)))) (local.get $xa)))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $s16)))) (local.get $xa)))
+        (local.set $s16 (i16x8.extend_high_i8x16_s (local.get $e)))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $s16)))) (local.get $xb)))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $s16)))) (local.get $xb)))
+        (local.set $e (i8x16.shuffle 0 4 2 6 1 5 3 7 8 12 10 14 9 13 11 15
+          (local.tee $s16 (v128.load (i32.add (i32.add (local.get $w1) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))) (local.get $s16)))
+        (local.set $s16 (i16x8.extend_low_i8x16_s (local.get $e)))
+        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $s16)))) (local.get $xa)))
+        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $s16)))) (local.get $xa)))
+        (local.set $s16 (i16x8.extend_high_i8x16_s (local.get $e)))
+        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $s16)))) (local.get $xb)))
+        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $s16)))) (local.get $xb)))
         (local.set $step (i32.const 0))
         (block $stepsDone
           (loop $steps
             (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
-            ;; step = 2h + l / 16.
+            ;; step = 2h + l / 16: ql[l..] and ql[32 + l..] (the low nibbles: groups 0, 1; the high: 2, 3), qh[l..].
             (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
             (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
             (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
             (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
               (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
-            ;; Group t's factors: scale 8h + l / 16 + 2t, at $fp + 8t (row 1: + 64).
-            (local.set $fp (i32.add (local.get $f) (i32.add (i32.shl (local.get $h) (i32.const 5)) (i32.shr_u (local.get $l) (i32.const 2)))))
-            (local.set $qa0 (v128.load (local.get $ql)))
-            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
-            (local.set $qh0 (v128.load (local.get $qh)))
-            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
-            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
-            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $fp (i32.add (local.get $f) (i32.shl (local.get $step) (i32.const 4))))
             (local.set $xe (i32.add (local.get $xq)
               (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
-            ;; t = 0: low nibbles of ql[l..], qh bits 0..1.
+            ;; Groups 0 and 2 (the low and high nibbles of ql[l..]), then 1 and 3 (of ql[32 + l..]), each for both rows.
             (local.set $xv (v128.load offset=0 (local.get $xe)))
             (local.set $xs (v128.load offset=32 (local.get $xe)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=0 (local.get $fp)))))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=64 (local.get $fp)))))
-            ;; t = 1: low nibbles of ql[32 + l..], qh bits 2..3.
-            (local.set $xv (v128.load offset=64 (local.get $xe)))
-            (local.set $xs (v128.load offset=96 (local.get $xe)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=8 (local.get $fp)))))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=72 (local.get $fp)))))
-            ;; t = 2: high nibbles of ql[l..], qh bits 4..5.
+            (local.set $qa0 (v128.load (local.get $ql)))
+            (local.set $qh0 (v128.load (local.get $qh)))
+            (local.set $g0 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))) (local.get $xs)))
+            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $g1 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))) (local.get $xs)))
             (local.set $xv (v128.load offset=128 (local.get $xe)))
             (local.set $xs (v128.load offset=160 (local.get $xe)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=16 (local.get $fp)))))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=80 (local.get $fp)))))
-            ;; t = 3: high nibbles of ql[32 + l..], qh bits 6..7.
+            (local.set $u0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30)))) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
+            (local.set $u1 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30)))) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
+            (local.set $xv (v128.load offset=64 (local.get $xe)))
+            (local.set $xs (v128.load offset=96 (local.get $xe)))
+            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
+            (local.set $g0 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))) (local.get $xs)))
+            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $g1 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))) (local.get $xs)))
             (local.set $xv (v128.load offset=192 (local.get $xe)))
             (local.set $xs (v128.load offset=224 (local.get $xe)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=24 (local.get $fp)))))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
-              (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30)))))
-              (local.get $xs)))
-              (v128.load32_splat offset=88 (local.get $fp)))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30)))) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
+              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u0) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u0) (local.get $v)))))
+              (v128.load offset=0 (local.get $fp)))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30)))) (local.get $xs))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
+              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u1) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u1) (local.get $v)))))
+              (v128.load offset=64 (local.get $fp)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1470,16 +1457,18 @@
 
   ;; relaxed-only: end
   ;; plain-only: begin
-  ;; The plain build's two rows: as $dot2_q6_k_q8x above per row, each group's 6-bit values less 32 (signed bytes),
-  ;; as 16-bit lanes even bytes then odd bytes, against x's 16-bit values by i32x4.dot_i16x8_s (the layout of
-  ;; $quantize_x16: x of group t of step (h, l) at $xe + 64t, even elements, and $xe + 64t + 16, odd ones, with
-  ;; $xe = $xq + 2 (256b + 128h + l)); the same f32 steps in the same order.
+  ;; The plain build's two rows: as $dot2_q6_k_q8x above, each group's 6-bit values less 32 (signed bytes) as
+  ;; 16-bit lanes, even bytes then odd bytes, times x's 16-bit values (i16x8.mul: at most 32 * 127 each), the
+  ;; two added (lane i: the group's elements 2i, 2i + 1), then summed across the four groups the same way (the
+  ;; layout of $quantize_x16: x of group t of step (h, l) at $xe + 64t, even elements, and $xe + 64t + 16,
+  ;; odd ones, with $xe = $xq + 2 (256b + 128h + l)); the same f32 steps in the same order.
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
     (param $f i32) (param $o0 i32) (param $o1 i32)
-    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $sc i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
-    (local $dr0 v128) (local $dr1 v128) (local $fr0 v128) (local $fr1 v128) (local $xs v128) (local $xv v128) (local $q v128)
+    (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fr i32)
+    (local $dr0 v128) (local $dr1 v128) (local $xr0 v128) (local $xr1 v128) (local $sr v128) (local $er v128) (local $xv v128) (local $xs v128) (local $q v128)
+    (local $g0 v128) (local $g1 v128) (local $ur0 v128) (local $ur1 v128) (local $v v128)
     (local $qa0 v128) (local $qc0 v128) (local $qh0 v128) (local $qa1 v128) (local $qc1 v128) (local $qh1 v128) (local $acc0 v128) (local $acc1 v128)
-    (local $s16 v128) (local $xa v128) (local $xb v128) (local $m0f v128) (local $m30 v128) (local $m20 v128)
+    (local $m0f v128) (local $m30 v128) (local $m20 v128)
     (local.set $dw (i32.sub (local.get $w1) (local.get $w0)))
     (local.set $m0f (i8x16.splat (i32.const 0x0f)))
     (local.set $m30 (i8x16.splat (i32.const 0x30)))
@@ -1500,96 +1489,83 @@
             (select (i32.add (i32.shl (local.get $ht) (i32.const 13)) (i32.const 0x70000000))
               (i32.add (i32.shl (local.get $ht) (i32.const 13)) (global.get $HALF_REBIAS)) (i32.ge_u (local.get $ht) (i32.const 0x7c00)))
             (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
-        ;; The 16 factors of each row's super-block, f(f(d sc_s) d_x) for scale s (sign-extended byte s of the
-        ;; 16; x's block 8b + 4 (s / 8) + (s mod 8) / 2): row 0's at $f + 4s, row 1's at $f + 64 + 4s.
-        (local.set $xa (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
-        (local.set $xb (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5)))))
-        (local.set $s16 (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
-        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
-        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
-        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
-        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
-        (local.set $s16 (v128.load (i32.add (i32.add (i32.add (local.get $w0) (local.get $dw)) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4)))))
-        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xa) (local.get $xa))))
-        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xa) (local.get $xa))))
-        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 0 1 2 3 0 1 2 3 4 5 6 7 4 5 6 7 (local.get $xb) (local.get $xb))))
-        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $s16)))))
-          (i8x16.shuffle 8 9 10 11 8 9 10 11 12 13 14 15 12 13 14 15 (local.get $xb) (local.get $xb))))
+        ;; Each row's 16 factors f(f(d sc_s) d_x) in step order: step (h, l) (2h + l / 16) holds group t's, scale
+        ;; s = 8h + l / 16 + 2t (sign-extended byte s of the 16; x's block 8b + 4h + t), in lane 0, 2, 1, 3 for
+        ;; t = 0, 1, 2, 3 (the order the group sums come in); row 0's four steps at $f, row 1's at $f + 64.
+        (local.set $xr0 (i8x16.shuffle 0 1 2 3 8 9 10 11 4 5 6 7 12 13 14 15
+          (local.tee $xr0 (v128.load (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))) (local.get $xr0)))
+        (local.set $xr1 (i8x16.shuffle 0 1 2 3 8 9 10 11 4 5 6 7 12 13 14 15
+          (local.tee $xr1 (v128.load offset=16 (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))) (local.get $xr1)))
+        (local.set $er (i8x16.shuffle 0 4 2 6 1 5 3 7 8 12 10 14 9 13 11 15
+          (local.tee $sr (v128.load (i32.add (i32.add (local.get $w0) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))) (local.get $sr)))
+        (local.set $sr (i16x8.extend_low_i8x16_s (local.get $er)))
+        (v128.store offset=0 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $sr)))) (local.get $xr0)))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $sr)))) (local.get $xr0)))
+        (local.set $sr (i16x8.extend_high_i8x16_s (local.get $er)))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $sr)))) (local.get $xr1)))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr0) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $sr)))) (local.get $xr1)))
+        (local.set $er (i8x16.shuffle 0 4 2 6 1 5 3 7 8 12 10 14 9 13 11 15
+          (local.tee $sr (v128.load (i32.add (i32.add (local.get $w1) (local.get $p1)) (i32.shl (local.get $b) (i32.const 4))))) (local.get $sr)))
+        (local.set $sr (i16x8.extend_low_i8x16_s (local.get $er)))
+        (v128.store offset=64 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $sr)))) (local.get $xr0)))
+        (v128.store offset=80 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $sr)))) (local.get $xr0)))
+        (local.set $sr (i16x8.extend_high_i8x16_s (local.get $er)))
+        (v128.store offset=96 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $sr)))) (local.get $xr1)))
+        (v128.store offset=112 (local.get $f) (f32x4.mul (f32x4.mul (local.get $dr1) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $sr)))) (local.get $xr1)))
         (local.set $step (i32.const 0))
         (block $stepsDone
           (loop $steps
             (br_if $stepsDone (i32.ge_u (local.get $step) (i32.const 4)))
-            ;; step = 2h + l / 16.
+            ;; step = 2h + l / 16: ql[l..] and ql[32 + l..] (the low nibbles: groups 0, 1; the high: 2, 3), qh[l..].
             (local.set $h (i32.shr_u (local.get $step) (i32.const 1)))
             (local.set $l (i32.shl (i32.and (local.get $step) (i32.const 1)) (i32.const 4)))
             (local.set $ql (i32.add (i32.add (local.get $w0) (i32.shl (local.get $b) (i32.const 7))) (i32.add (i32.shl (local.get $h) (i32.const 6)) (local.get $l))))
             (local.set $qh (i32.add (i32.add (i32.add (local.get $w0) (local.get $p0)) (i32.shl (local.get $b) (i32.const 6)))
               (i32.add (i32.shl (local.get $h) (i32.const 5)) (local.get $l))))
-            ;; Group t's factors: scale 8h + l / 16 + 2t, at $fp + 8t (row 1: + 64).
-            (local.set $fp (i32.add (local.get $f) (i32.add (i32.shl (local.get $h) (i32.const 5)) (i32.shr_u (local.get $l) (i32.const 2)))))
-            (local.set $qa0 (v128.load (local.get $ql)))
-            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
-            (local.set $qh0 (v128.load (local.get $qh)))
-            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
-            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
-            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $fr (i32.add (local.get $f) (i32.shl (local.get $step) (i32.const 4))))
             (local.set $xe (i32.add (local.get $xq)
               (i32.shl (i32.add (i32.add (i32.shl (local.get $b) (i32.const 8)) (i32.shl (local.get $h) (i32.const 7))) (local.get $l)) (i32.const 1))))
+            ;; Groups 0 and 2 (the low and high nibbles of ql[l..]), then 1 and 3 (of ql[32 + l..]), each for both rows.
             (local.set $xv (v128.load offset=0 (local.get $xe)))
             (local.set $xs (v128.load offset=16 (local.get $xe)))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=0 (local.get $fp)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=64 (local.get $fp)))))
-            (local.set $xv (v128.load offset=64 (local.get $xe)))
-            (local.set $xs (v128.load offset=80 (local.get $xe)))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=8 (local.get $fp)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=72 (local.get $fp)))))
+            (local.set $qa0 (v128.load (local.get $ql)))
+            (local.set $qh0 (v128.load (local.get $qh)))
+            (local.set $g0 (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+            (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
+            (local.set $g1 (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
             (local.set $xv (v128.load offset=128 (local.get $xe)))
             (local.set $xs (v128.load offset=144 (local.get $xe)))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30))) (local.get $m20)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=16 (local.get $fp)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30))) (local.get $m20)))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=80 (local.get $fp)))))
+            (local.set $ur0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs)))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
+            (local.set $ur1 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs)))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
+            (local.set $xv (v128.load offset=64 (local.get $xe)))
+            (local.set $xs (v128.load offset=80 (local.get $xe)))
+            (local.set $qc0 (v128.load offset=32 (local.get $ql)))
+            (local.set $g0 (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
+            (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
+            (local.set $g1 (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
             (local.set $xv (v128.load offset=192 (local.get $xe)))
             (local.set $xs (v128.load offset=208 (local.get $xe)))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=24 (local.get $fp)))))
-            (local.set $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20)))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
-              (i32x4.dot_i16x8_s (i16x8.shr_s (i16x8.shl (local.get $q) (i32.const 8)) (i32.const 8)) (local.get $xv))
-              (i32x4.dot_i16x8_s (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs))))
-              (v128.load32_splat offset=88 (local.get $fp)))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs)))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
+              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $ur0) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $ur0) (local.get $v)))))
+              (v128.load offset=0 (local.get $fr)))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.add (i16x8.mul (i16x8.shr_s (i16x8.shl (local.tee $q (i8x16.sub (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30))) (local.get $m20))) (i32.const 8)) (i32.const 8)) (local.get $xv))
+              (i16x8.mul (i16x8.shr_s (local.get $q) (i32.const 8)) (local.get $xs)))))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
+              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $ur1) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $ur1) (local.get $v)))))
+              (v128.load offset=64 (local.get $fr)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1598,7 +1574,6 @@
       (f32.add (f32x4.extract_lane 2 (local.get $acc0)) (f32x4.extract_lane 3 (local.get $acc0)))))
     (f32.store (local.get $o1) (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc1)) (f32x4.extract_lane 1 (local.get $acc1)))
       (f32.add (f32x4.extract_lane 2 (local.get $acc1)) (f32x4.extract_lane 3 (local.get $acc1))))))
-
 
   ;; plain-only: end
 

@@ -109,7 +109,17 @@ export function qmatmulQ8Reference(kind: 'Q8_0' | 'Q4_0' | 'Q4_K' | 'Q6_K', x: F
   }
 }
 
-/** Q6_K rows against quantized x, in the kernel's order: super-block b, half h, lane step l, vector t. */
+/**
+ * The lane of Q6_K's accumulators that group t (0..3) of a step goes to: the kernel sums each group's 16
+ * products across into one lane, the four groups of a step coming out in the order 0, 2, 1, 3.
+ */
+const Q6_LANE_OF_GROUP = [0, 2, 1, 3] as const;
+
+/**
+ * Q6_K rows against quantized x, in the kernel's order: super-block b, half h, lane step l, group t. Per
+ * group the exact integer sum of its 16 products goes in whole to lane Q6_LANE_OF_GROUP[t]:
+ * acc += f32(sum) * f(f(d sc) d_x), one f32 step per group.
+ */
 function q6kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[], xq: Int16Array, xd: Float32Array, out: Float32Array, m: number, n: number, k: number): void {
   const [qhPlane, scPlane, dPlane] = planes as [number, number, number];
   const supers = k / QK_K;
@@ -138,11 +148,10 @@ function q6kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[],
               const xBlock = b * (QK_K / BLOCK) + h * 4 + t;
               const scale = f(f(d * sc) * xd[i * blocks + xBlock]!);
               const xBase = i * k + b * QK_K + h * HALF + l + BLOCK * t;
-              for (let lane = 0; lane < LANES; lane++) {
-                let s = 0;
-                for (let r = 0; r < PER_LANE; r++) s += q[PER_LANE * lane + r]! * xq[xBase + PER_LANE * lane + r]!;
-                acc[lane] = f(acc[lane]! + f(f(s) * scale));
-              }
+              let s = 0;
+              for (let e = 0; e < GROUP; e++) s += q[e]! * xq[xBase + e]!;
+              const lane = Q6_LANE_OF_GROUP[t]!;
+              acc[lane] = f(acc[lane]! + f(f(s) * scale));
             }
           }
         }
