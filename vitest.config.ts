@@ -1,5 +1,7 @@
 // Test lanes (DESIGN.md "Testing lanes"): `node` runs pure logic, the host provider and WebGPU through
 // Dawn + SwiftShader; `browser` runs real Chromium with WebGPU, OPFS, SharedArrayBuffer and workers.
+// `node-relaxed` runs the WebAssembly suites again in Node with V8's relaxed-SIMD flag (the relaxed kernel
+// set, which Chromium selects by default and plain Node never does).
 // Both lanes run the same guarantee suites; the provider list each lane exercises comes from
 // contracts/support/providers.ts. The Dawn environment (VK_ICD_FILENAMES, XDG_RUNTIME_DIR) is set by
 // scripts/lane.sh in the real process environment, because the native addon does not see test.env.
@@ -51,6 +53,23 @@ export default defineConfig({
           exclude: ['**/*.browser.test.ts', '**/node_modules/**'],
           setupFiles: ['contracts/support/setup-node.ts'],
           pool: 'forks',
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        // The host's relaxed-SIMD kernel set in Node: V8 (Node 20) has relaxed SIMD only behind a flag, given
+        // here to every fork of the project from its start (the `node` project runs the same files on the
+        // plain SIMD set). Its suites: those whose kernels differ between the two sets;
+        // wasm-quant-relaxed-dot.test.ts turns the flag on itself in the `node` project.
+        extends: true,
+        test: {
+          name: 'node-relaxed',
+          environment: 'node',
+          include: ['contracts/ops/wasm-kernels.test.ts', 'contracts/ops/wasm-q8-activation.test.ts', 'contracts/ops/wasm-quant-q8-scales.test.ts', 'contracts/ops/wasm-quant-f16-rows.test.ts', 'contracts/ops/wasm-fused-rope-kv.test.ts'],
+          setupFiles: ['contracts/support/setup-node.ts'],
+          pool: 'forks',
+          execArgv: ['--experimental-wasm-relaxed-simd'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs one test lane or benchmark with the project's environment:
-#   node | browser          vitest project of that name (JSON report in $TENON_REPORT_DIR/<lane>.json)
+#   node | node-relaxed | browser
+#                           vitest project of that name (JSON report in $TENON_REPORT_DIR/<lane>.json);
+#                           node-relaxed: the WebAssembly suites again, on the relaxed-SIMD kernel set
 #   bench-storage           the storage benchmark (bench/storage.bench.ts)
 #   bench-submit            the execution-layer benchmark: its Chromium part (bench/submit.browser.bench.ts)
 #                           then its Node part (bench/submit.bench.ts), which merges both into
@@ -22,10 +24,10 @@ shift
 reports=${TENON_REPORT_DIR:-.vitest-reports}
 mkdir -p "$reports"
 case "$lane" in
-  node|browser)
+  node|node-relaxed|browser)
     rm -f "$reports/$lane.json"
     # Node worker_threads cannot run TypeScript: the pool worker is built first (about half a second).
-    if [ "$lane" = node ]; then npx vite build --config vite.node.config.ts --logLevel error >/dev/null || exit 1; fi
+    if [ "$lane" != browser ]; then npx vite build --config vite.node.config.ts --logLevel error >/dev/null || exit 1; fi
     exec npx vitest run --project "$lane" --reporter=default --reporter=json \
       --outputFile.json="$reports/$lane.json" "$@"
     ;;

@@ -7,8 +7,8 @@
 // is never edited, so other work in it (people, editors, git commits) can never see a mutated file. The
 // run is split over parallel jobs (--jobs N, default 2, at most MAX_JOBS): each job has
 // its own copy, and at most one mutant applied in it at a time, so a mutant is visible only to its own
-// job's lane. The lanes (`"lane": "node"` by default, or `"browser"`) take turns; each lane's jobs (all of
-// them for the node lane, one for the browser lane) run side by side, each ONE warm vitest instance of the
+// job's lane. The lanes (`"lane": "node"` by default, `"node-relaxed"` (Node with V8's relaxed-SIMD flag)
+// or `"browser"`) take turns; each lane's jobs (all of them for a Node lane, one for the browser lane) run side by side, each ONE warm vitest instance of the
 // lane (scripts/mutants/lane-server.mjs: vitest's Node API; the browser lane keeps one Vite server and one
 // Chromium) in its job's copy, taking the lane's mutants one by one from its shared queue until none is
 // left. For each mutant: apply one exact text replacement to one source file of the copy, have the

@@ -4,6 +4,8 @@
 #   2. type check   3. guarantee ledger (contracts checker + its self-test)
 #   4. node lane (host + WebGPU via Dawn)   5. browser lane (Chromium: WebGPU, OPFS, SAB, workers)
 #      the two run at the same time (TENON_PARALLEL_LANES=0: one after the other)
+#   4b. node-relaxed lane (the WebAssembly suites in Node with V8's relaxed-SIMD flag: the relaxed kernel
+#      set, which the node lane's plain Node never selects), after the node lane, beside the browser lane
 #   5b. build (scripts/build.sh: the bundles, workers, types, Node builds and demo that ship)
 #   5c. e2e lane (@playwright/test: the built bundles, the packed package, the demo, whole-page faults)
 #   6. mutants: every designated bad implementation (contracts/mutants/*.json) must make a test naming one
@@ -63,14 +65,16 @@ if [ "${TENON_PARALLEL_LANES:-1}" = 1 ]; then
   browser_pid=$!
   show_step node "$node_pid"
   echo "(node: $((SECONDS - lanes_started))s, the browser lane running alongside)"
+  step node-relaxed bash scripts/lane.sh node-relaxed
   show_step browser "$browser_pid"
   echo "(browser: $((SECONDS - lanes_started))s after the lanes started)"
 else
   step node bash scripts/lane.sh node
+  step node-relaxed bash scripts/lane.sh node-relaxed
   step browser bash scripts/lane.sh browser
 fi
 step build bash scripts/build.sh
 TENON_BUILT=1 step e2e npx playwright test
 step mutants node scripts/mutants.mjs --report "$TENON_REPORT_DIR/mutants.json" --lane-reports "$TENON_REPORT_DIR"
 echo
-node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node browser build e2e mutants
+node scripts/summary.mjs --dir "$TENON_REPORT_DIR" typecheck contracts contracts-selftest node node-relaxed browser build e2e mutants

@@ -1,6 +1,7 @@
 // A warm test lane for the mutant runner: one vitest instance (vitest's Node API) for one project
-// (`node` or `browser`), started once and reused for every run the runner asks for, so a mutant pays its
-// tests, not a vitest start, a Chromium launch or Vite's dependency pre-bundling.
+// (`node`, `node-relaxed` or `browser`; `node-relaxed` is a Node lane like `node` in all that follows),
+// started once and reused for every run the runner asks for, so a mutant pays its tests, not a vitest
+// start, a Chromium launch or Vite's dependency pre-bundling.
 //
 // Contract. Started by scripts/mutants/lane-client.mjs as `node lane-server.mjs <lane>` with cwd = the
 // runner's private copy of the tree and scripts/env.sh sourced, in a process group of its own (its test
@@ -40,6 +41,8 @@ import { join, relative, resolve } from 'node:path';
 import { titleIds } from './judge.mjs';
 
 const lane = process.argv[2];
+/** A Node lane (`node`, or `node-relaxed`: the same forks with V8's relaxed-SIMD flag), not the browser's. */
+const nodeLane = lane !== 'browser';
 const root = realpathSync(process.cwd());
 const NODE_BUILD_CONFIG = 'vite.node.config.ts';
 const NODE_BUILD_OUT = join(root, 'dist/workers');
@@ -202,12 +205,12 @@ async function run(message) {
   for (const file of message.distUsers ?? []) distUsers.add(resolve(root, file));
   for (const file of changed) {
     invalidate(file);
-    if (lane !== 'node' || !buildInputs.has(file)) continue;
+    if (!nodeLane || !buildInputs.has(file)) continue;
     if (builtHashes.get(file) === hashOf(file)) dirty.delete(file);
     else dirty.add(file);
   }
   const paths = specs.map((s) => resolve(root, s.file));
-  if (lane === 'node' && dirty.size > 0 && paths.some((f) => distUsers.has(f)) && !(await rebuild(id))) return;
+  if (nodeLane && dirty.size > 0 && paths.some((f) => distUsers.has(f)) && !(await rebuild(id))) return;
   const usedStale = await runSpecs(message, paths);
   if (usedStale === undefined) return;
   // The run reached dist/workers while it was stale: its result says nothing about the mutant. Again,
@@ -222,7 +225,7 @@ async function run(message) {
  * used dist/workers while the build was stale (then it was cancelled as soon as the probe saw it).
  */
 async function runSpecs({ id, specs, stopOn: stop }, paths) {
-  const stale = lane === 'node' && dirty.size > 0;
+  const stale = nodeLane && dirty.size > 0;
   writeFileSync(PROBE_LOG, '');
   let staleUse = false;
   const watch = stale
@@ -269,7 +272,7 @@ async function runOnce(id, specs, stop, paths, usedStale) {
 }
 
 try {
-  if (lane === 'node') {
+  if (nodeLane) {
     await buildNode();
     // The test forks inherit this environment: each loads the probe first (scripts/mutants/dist-probe.mjs).
     process.env['TENON_DIST_PROBE'] = PROBE_LOG;
@@ -293,7 +296,7 @@ process.on('message', (message) => {
     queue = queue.then(() => run(message).catch((error) => send({ type: 'result', id: message.id, status: 1, note: `lane error: ${String(error?.message ?? error).split('\n')[0]}` })));
   }
   if (message.type === 'close') queue = queue.then(async () => {
-    if (lane === 'node') console.log(`lane-server node: ${stats.builds} build(s) of dist/workers, ${stats.reruns} run(s) again after a stale use; dist users: ${[...distUsers].map((f) => relative(root, f)).join(' ') || 'none'}`);
+    if (nodeLane) console.log(`lane-server node: ${stats.builds} build(s) of dist/workers, ${stats.reruns} run(s) again after a stale use; dist users: ${[...distUsers].map((f) => relative(root, f)).join(' ') || 'none'}`);
     await vitest.close();
     process.exit(0);
   });
