@@ -16,6 +16,9 @@
 // time inside a ring send/receive or all-reduce, which includes waiting for the slower peer); then, per rank,
 // compute, exchange time, futex sleeps and the wait of each round, so imbalance between ranks shows; and the
 // hand-off time per step that no compute overlaps (coordinator's issue-to-final-decision minus the ranks' forward).
+// Two sides run the tensor partition with attention replicated on both ranks (evenTensorPartition(..,
+// 'replicated'): only the FFN and classifier split, one all-reduce per layer instead of two), with spin 0
+// and with a 60 µs spin bound.
 // Two-rank sides with other spin bounds (spinMicros 60, 200 and 400) and one with the liveness rule
 // (livenessMicros 200: past its bound a rank polls while its peer shows progress; off by default) run next to
 // the default one (spin 0: never polls; liveness off), and one whose ranks start their forward pass on their own OK
