@@ -114,13 +114,17 @@ export class AllocationGroup {
     moveTablesImpl = (from, to) => {
       to.#epoch = from.#epoch;
       from.#epoch = ++nextTableEpoch;
-      // `to` is a new, empty group (take()): the tables change hands whole, without copying.
+      // `to` is a new, empty group (take()): the tables change hands whole, without copying, and `from`
+      // keeps `to`'s empty ones (no new arrays per move).
+      const allocations = to.#allocations;
+      const aliases = to.#aliases;
+      const descriptors = to.#descriptors;
       to.#allocations = from.#allocations;
       to.#aliases = from.#aliases;
       to.#descriptors = from.#descriptors;
-      from.#allocations = [];
-      from.#aliases = [];
-      from.#descriptors = [];
+      from.#allocations = allocations;
+      from.#aliases = aliases;
+      from.#descriptors = descriptors;
     };
   }
 
