@@ -988,9 +988,13 @@
   ;; relaxed-only: begin
   ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
   ;; block at $xq), then 32 times the block's pair sums (i16x8: lane i = 32 (q_2i + q_2i+1), at most 8128) of
-  ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout): Q6_K's offsets as they are.
-  (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
+  ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout). With $q6 (Q6_K) those 32
+  ;; bytes hold instead, in every fourth block j (j mod 4 = 0), 32 times the totals of the halves of blocks
+  ;; j .. j + 3 (i32x4 each, the first halves then the second, blocks j, j + 2, j + 1, j + 3 in lanes
+  ;; 0..3): the offsets of a Q6_K step's four groups, in the order its sums come in.
+  (func $quantize_x8 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32) (param $q6 i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $b0 v128) (local $b1 v128) (local $s0 v128) (local $s1 v128)
+    (local $j i32) (local $t i32) (local $at i32) (local $w v128)
     (local.set $end (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2))))
     (block $done
       (loop $block
@@ -1009,14 +1013,30 @@
         (local.set $b1 (i8x16.narrow_i16x8_s (call $q16 (i32.add (local.get $x) (i32.const 64)) (local.get $id)) (call $q16 (i32.add (local.get $x) (i32.const 96)) (local.get $id))))
         (v128.store (local.get $xq) (local.get $b0))
         (v128.store offset=16 (local.get $xq) (local.get $b1))
-        (v128.store offset=32 (local.get $xq) (i16x8.shl (local.tee $s0 (i16x8.extadd_pairwise_i8x16_s (local.get $b0))) (i32.const 5)))
-        (v128.store offset=48 (local.get $xq) (i16x8.shl (local.tee $s1 (i16x8.extadd_pairwise_i8x16_s (local.get $b1))) (i32.const 5)))
+        (local.set $s0 (i16x8.extadd_pairwise_i8x16_s (local.get $b0)))
+        (local.set $s1 (i16x8.extadd_pairwise_i8x16_s (local.get $b1)))
+        (if (local.get $q6)
+          (then
+            ;; Q6_K: 32 times each half's total as an i32, in lane 0, 2, 1, 3 (for t = j mod 4 = 0, 1, 2, 3) of the
+            ;; vector at bytes 32 (first halves) and 48 (second halves) of block j - t: one step's four offsets.
+            (local.set $at (i32.add (i32.sub (local.get $xq) (i32.shl (local.tee $t (i32.and (local.get $j) (i32.const 3))) (i32.const 6)))
+              (i32.shl (i32.or (i32.shl (i32.and (local.get $t) (i32.const 1)) (i32.const 1)) (i32.shr_u (local.get $t) (i32.const 1))) (i32.const 2))))
+            (local.set $w (i32x4.extadd_pairwise_i16x8_s (local.get $s0)))
+            (i32.store offset=32 (local.get $at) (i32.shl (i32.add (i32.add (i32x4.extract_lane 0 (local.get $w)) (i32x4.extract_lane 1 (local.get $w)))
+              (i32.add (i32x4.extract_lane 2 (local.get $w)) (i32x4.extract_lane 3 (local.get $w)))) (i32.const 5)))
+            (local.set $w (i32x4.extadd_pairwise_i16x8_s (local.get $s1)))
+            (i32.store offset=48 (local.get $at) (i32.shl (i32.add (i32.add (i32x4.extract_lane 0 (local.get $w)) (i32x4.extract_lane 1 (local.get $w)))
+              (i32.add (i32x4.extract_lane 2 (local.get $w)) (i32x4.extract_lane 3 (local.get $w)))) (i32.const 5))))
+          (else
+            (v128.store offset=32 (local.get $xq) (i16x8.shl (local.get $s0) (i32.const 5)))
+            (v128.store offset=48 (local.get $xq) (i16x8.shl (local.get $s1) (i32.const 5)))))
         ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
         (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $s0) (local.get $s1)))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
         (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $block))))
 
   ;; relaxed-only: end
@@ -1344,13 +1364,14 @@
   ;; The relaxed build's Q6_K: two rows ($w0, $w1 = $w0 for a lone row) against one quantized row of x, sharing
   ;; each load of x; results stored at $o0, $o1. Per step (h, l) the four groups t = 0..3 (16 elements each,
   ;; scale 8h + l / 16 + 2t, x's block 8b + 4h + t) as x's 16 bytes against the unsigned 6-bit values (0..63)
-  ;; by i16x8.relaxed_dot_i8x16_i7x16_s less 32 times x's pair sums (as the quantizer stores them): lane i
-  ;; holds the group's (q - 32) x of elements 2i, 2i + 1 (at most 2 * 32 * 127). The four groups' lanes are
-  ;; then summed across (unpacks of 32 then 64 bits, i16 sums of at most 8 elements: 32512, then widened
-  ;; pairwise) into one vector of the four groups' exact integer sums, groups 0, 2, 1, 3 in lanes 0..3, and
-  ;; acc += f32(sums) * (the step's four factors in that order): one f32 step per four groups, as the scalar
-  ;; twin; each row's arithmetic its own, so it gives the same bits whichever row it is paired with. x of
-  ;; group t: bytes at $xe + 64t, pair sums at $xe + 64t + 32 ($xe = $xq + 64 (8b + 4h) + l).
+  ;; by i16x8.relaxed_dot_i8x16_i7x16_s (lane i: elements 2i, 2i + 1, at most 2 * 63 * 127). The four groups'
+  ;; lanes are then summed across: unpacks of 32 bits and i16 sums (4 elements, at most 32004), widened
+  ;; pairwise, then unpacks of 64 bits and i32 sums, into one vector of the four groups' sums (groups 0, 2,
+  ;; 1, 3 in lanes 0..3), less the step's four offsets 32 sum x (as the quantizer stores them, in that
+  ;; order): each group's exact integer sum of (q - 32) x. Then acc += f32(sums) * (the step's four factors
+  ;; in that order): one f32 step per four groups, as the scalar twin; each row's arithmetic its own, so it
+  ;; gives the same bits whichever row it is paired with. x of group t: bytes at $xe + 64t; the offsets at
+  ;; $xe + 32 ($xe = $xq + 64 (8b + 4h) + l).
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
     (param $f i32) (param $o0 i32) (param $o1 i32)
     (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fp i32)
@@ -1415,36 +1436,36 @@
               (i32.add (i32.add (i32.shl (local.get $b) (i32.const 9)) (i32.shl (local.get $h) (i32.const 8))) (local.get $l))))
             ;; Groups 0 and 2 (the low and high nibbles of ql[l..]), then 1 and 3 (of ql[32 + l..]), each for both rows.
             (local.set $xv (v128.load offset=0 (local.get $xe)))
-            (local.set $xs (v128.load offset=32 (local.get $xe)))
             (local.set $qa0 (v128.load (local.get $ql)))
             (local.set $qh0 (v128.load (local.get $qh)))
-            (local.set $g0 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))) (local.get $xs)))
+            (local.set $g0 (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 4)) (local.get $m30)))))
             (local.set $qa1 (v128.load (i32.add (local.get $ql) (local.get $dw))))
             (local.set $qh1 (v128.load (i32.add (local.get $qh) (local.get $dw))))
-            (local.set $g1 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))) (local.get $xs)))
+            (local.set $g1 (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qa1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 4)) (local.get $m30)))))
             (local.set $xv (v128.load offset=128 (local.get $xe)))
-            (local.set $xs (v128.load offset=160 (local.get $xe)))
-            (local.set $u0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30)))) (local.get $xs))))
+            (local.set $u0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa0) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh0) (local.get $m30))))))
               (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
-            (local.set $u1 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30)))) (local.get $xs))))
+            (local.set $u1 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qa1) (i32.const 4)) (local.get $m0f)) (v128.and (local.get $qh1) (local.get $m30))))))
               (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
             (local.set $xv (v128.load offset=64 (local.get $xe)))
-            (local.set $xs (v128.load offset=96 (local.get $xe)))
             (local.set $qc0 (v128.load offset=32 (local.get $ql)))
-            (local.set $g0 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))) (local.get $xs)))
+            (local.set $g0 (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc0) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh0) (i32.const 2)) (local.get $m30)))))
             (local.set $qc1 (v128.load offset=32 (i32.add (local.get $ql) (local.get $dw))))
-            (local.set $g1 (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))) (local.get $xs)))
+            (local.set $g1 (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (local.get $qc1) (local.get $m0f)) (v128.and (i16x8.shl (local.get $qh1) (i32.const 2)) (local.get $m30)))))
             (local.set $xv (v128.load offset=192 (local.get $xe)))
-            (local.set $xs (v128.load offset=224 (local.get $xe)))
-            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30)))) (local.get $xs))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g0) (local.tee $v (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc0) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh0) (i32.const 2)) (local.get $m30))))))
               (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g0) (local.get $v))))
-            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
-              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u0) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u0) (local.get $v)))))
+            (local.set $acc0 (f32x4.add (local.get $acc0) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.tee $u0 (i32x4.extadd_pairwise_i16x8_s (local.get $u0))) (local.tee $v (i32x4.extadd_pairwise_i16x8_s (local.get $v))))
+                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u0) (local.get $v)))
+              (v128.load offset=32 (local.get $xe))))
               (v128.load offset=0 (local.get $fp)))))
-            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30)))) (local.get $xs))))
+            (local.set $v (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $g1) (local.tee $v (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xv) (v128.or (v128.and (i16x8.shr_u (local.get $qc1) (i32.const 4)) (local.get $m0f)) (v128.and (i16x8.shr_u (local.get $qh1) (i32.const 2)) (local.get $m30))))))
               (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $g1) (local.get $v))))
-            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s
-              (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $u1) (local.get $v)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u1) (local.get $v)))))
+            (local.set $acc1 (f32x4.add (local.get $acc1) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.sub
+              (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.tee $u1 (i32x4.extadd_pairwise_i16x8_s (local.get $u1))) (local.tee $v (i32x4.extadd_pairwise_i16x8_s (local.get $v))))
+                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $u1) (local.get $v)))
+              (v128.load offset=32 (local.get $xe))))
               (v128.load offset=64 (local.get $fp)))))
             (local.set $step (i32.add (local.get $step) (i32.const 1)))
             (br $steps)))
@@ -1459,9 +1480,11 @@
   ;; plain-only: begin
   ;; The plain build's two rows: as $dot2_q6_k_q8x above, each group's 6-bit values less 32 (signed bytes) as
   ;; 16-bit lanes, even bytes then odd bytes, times x's 16-bit values (i16x8.mul: at most 32 * 127 each), the
-  ;; two added (lane i: the group's elements 2i, 2i + 1), then summed across the four groups the same way (the
-  ;; layout of $quantize_x16: x of group t of step (h, l) at $xe + 64t, even elements, and $xe + 64t + 16,
-  ;; odd ones, with $xe = $xq + 2 (256b + 128h + l)); the same f32 steps in the same order.
+  ;; two added (lane i: the group's elements 2i, 2i + 1, at most 2 * 32 * 127), then summed across the four
+  ;; groups (unpacks of 32 then 64 bits, i16 sums of at most 8 elements: 32512, widened pairwise: the same
+  ;; group sums in the same lanes). x: the layout of $quantize_x16, group t of step (h, l) at $xe + 64t, even
+  ;; elements, and $xe + 64t + 16, odd ones, with $xe = $xq + 2 (256b + 128h + l). The same f32 steps in the
+  ;; same order.
   (func $dot2_q6_k_q8x (param $xq i32) (param $xd i32) (param $w0 i32) (param $w1 i32) (param $blocks i32) (param $p0 i32) (param $p1 i32) (param $p2 i32)
     (param $f i32) (param $o0 i32) (param $o1 i32)
     (local $b i32) (local $step i32) (local $h i32) (local $l i32) (local $ql i32) (local $qh i32) (local $xe i32) (local $hb i32) (local $ht i32) (local $dw i32) (local $fr i32)
@@ -1716,7 +1739,7 @@
             (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68)))))
           (else (call $quantize_x8 (i32.add (local.get $x) (i32.shl (i32.mul (local.get $i) (local.get $k)) (i32.const 2))) (local.get $k)
             (local.get $xRow) (i32.add (local.get $xRow) (i32.shl (local.get $blocks) (i32.const 6)))
-            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))))))
+            (i32.add (local.get $xRow) (i32.mul (local.get $blocks) (i32.const 68))) (i32.eq (local.get $kind) (i32.const 6)))))
         ;; relaxed-only: end
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $qRows)))
