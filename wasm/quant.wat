@@ -945,7 +945,7 @@
   ;; Quantizes one row of $k elements of x (k a multiple of 32) at $x: per block b, amax = max |x_e|,
   ;; d = amax / 127, id = 1 / d (0 when d is 0), q_e = nearest(x_e * id) (ties to even). Writes the q_e as
   ;; i16 (64 bytes per block: elements 0, 2, .. 14, then 1, 3, .. 15, then 16, 18, .. 30, then 17, 19, .. 31)
-  ;; at $xq, d (f32) at $xd + 4b and the block's four lane sums (f32) at $xs + 16b.
+  ;; at $xq, d (f32) at $xd + 4b and the block's total sum q_e (f32, exact) at $xs + 4b.
   (func $quantize_x16 (param $x i32) (param $k i32) (param $xq i32) (param $xd i32) (param $xs i32)
     (local $end i32) (local $m v128) (local $amax f32) (local $d f32) (local $id v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
     (local $e0 v128) (local $o0 v128) (local $e1 v128) (local $o1 v128)
@@ -975,18 +975,20 @@
         (v128.store offset=16 (local.get $xq) (local.get $o0))
         (v128.store offset=32 (local.get $xq) (local.get $e1))
         (v128.store offset=48 (local.get $xq) (local.get $o1))
-        ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
-        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.add
+        ;; The block's total, exact, as f32.
+        (local.set $e0 (i32x4.add
           (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $e0)) (i32x4.extadd_pairwise_i16x8_s (local.get $o0)))
-          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $e1)) (i32x4.extadd_pairwise_i16x8_s (local.get $o1))))))
+          (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $e1)) (i32x4.extadd_pairwise_i16x8_s (local.get $o1)))))
+        (f32.store (local.get $xs) (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $e0)) (i32x4.extract_lane 1 (local.get $e0)))
+          (i32.add (i32x4.extract_lane 2 (local.get $e0)) (i32x4.extract_lane 3 (local.get $e0))))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
-        (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
         (br $block))))
 
   ;; relaxed-only: begin
-  ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and lane sums, the q_e as i8 in element order (32 bytes per
+  ;; The relaxed build's quantizer (not for Q8_0): the same q_e, d and block totals, the q_e as i8 in element order (32 bytes per
   ;; block at $xq), then 32 times the block's pair sums (i16x8: lane i = 32 (q_2i + q_2i+1), at most 8128) of
   ;; elements 0..15 and of 16..31 (32 bytes: 64 per block, as the plain layout). With $q6 (Q6_K) those 32
   ;; bytes hold instead, in every fourth block j (j mod 4 = 0), 32 times the totals of the halves of blocks
@@ -1030,12 +1032,14 @@
           (else
             (v128.store offset=32 (local.get $xq) (i16x8.shl (local.get $s0) (i32.const 5)))
             (v128.store offset=48 (local.get $xq) (i16x8.shl (local.get $s1) (i32.const 5)))))
-        ;; Lane l of the block's sum: its elements 4l .. 4l + 3 and 16 + 4l .. 19 + 4l, exact, as f32.
-        (v128.store (local.get $xs) (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $s0) (local.get $s1)))))
+        ;; The block's total, exact, as f32.
+        (local.set $w (i32x4.extadd_pairwise_i16x8_s (i16x8.add (local.get $s0) (local.get $s1))))
+        (f32.store (local.get $xs) (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $w)) (i32x4.extract_lane 1 (local.get $w)))
+          (i32.add (i32x4.extract_lane 2 (local.get $w)) (i32x4.extract_lane 3 (local.get $w))))))
         (local.set $x (i32.add (local.get $x) (i32.const 128)))
         (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
         (local.set $xd (i32.add (local.get $xd) (i32.const 4)))
-        (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+        (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $block))))
 
@@ -1601,20 +1605,25 @@
   ;; plain-only: end
 
   ;; One Q4_K row of $blocks super-blocks against one quantized row of x ($xq, $xd; $xs: per x block the
-  ;; f32 of the four lanes of sum x_q, written by $quantize_x16 or $quantize_x8): sub-block s of super-block b (elements
-  ;; 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes at $w + 128b + 32(s / 2)
-  ;; for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s) (GGML's products). The 6-bit
-  ;; sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale bytes (byte lanes 0..7: sc,
-  ;; 8..15: m; the packing of $decode_q4_k), and the factors (d * sc_s) * d_x and (-(dmin * m_s)) * d_x
-  ;; of the 8 sub-blocks go to $f (32 bytes each, 64 in all). Per sub-block the four lanes of the exact
-  ;; integer sum S = q . x_q go in as acc += f32(S) * scale factor, then acc += f32(X) * min factor; the
-  ;; result is acc's lane sum. The relaxed build: per sub-block, x's 32 bytes against the (unsigned) nibbles
-  ;; by i16x8.relaxed_dot_i8x16_i7x16_s per 16, the two added (at most 4 * 15 * 127 per i16 lane) and
-  ;; widened pairwise: the plain build's lanes of q x, exactly. Sub-block 2c's x at $xe, 2c + 1's at $xe + 64.
+  ;; f32 of the block's total sum x_q, 4 bytes each, written by $quantize_x16 or $quantize_x8): sub-block s
+  ;; of super-block b (elements 256b + 32s .., x's block 8b + s) has 32 nibbles (low halves of the 32 bytes
+  ;; at $w + 128b + 32(s / 2) for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s)
+  ;; (GGML's products). The 6-bit sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale
+  ;; bytes (byte lanes 0..7: sc, 8..15: m; the packing of $decode_q4_k), and the factors (d * sc_s) * d_x
+  ;; and (-(dmin * m_s)) * d_x of sub-blocks 4t .. 4t + 3 kept as vectors (lane l: sub-block 4t + l). Step t
+  ;; (two per super-block) sums each of its four sub-blocks' 32 products q x_q across into one lane, exactly
+  ;; (lane l: sub-block 4t + l), then acc += f32(S) * scale factors, acc += f32(X) * min factors (X: the four
+  ;; blocks' x totals, one load); the result is acc's lane sum. The four sub-blocks' lane vectors meet by
+  ;; unpacks of 32 then 64 bits and adds. Plain build: per sub-block four i32x4.dot_i16x8_s (i32 lanes). The
+  ;; relaxed build: per sub-block, x's 32 bytes against the (unsigned) nibbles by
+  ;; i16x8.relaxed_dot_i8x16_i7x16_s per 16, added (at most 4 * 15 * 127 per i16 lane), the unpacks' adds
+  ;; in i16 too (at most 16 * 15 * 127 = 30480), then widened pairwise: the same integers. Sub-block 4t + l's
+  ;; x at $xe + 64l.
   (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
-    (param $f i32) (result f32)
-    (local $b i32) (local $c i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $fs i32) (local $xb i32) (local $hb i32) (local $ht i32)
+    (result f32)
+    (local $b i32) (local $t i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $xb i32) (local $hb i32) (local $ht i32)
     (local $r v128) (local $a v128) (local $u v128) (local $d v128) (local $dmin v128) (local $v0 v128) (local $v1 v128) (local $acc v128)
+    (local $fs v128) (local $fm v128) (local $fs1 v128) (local $fm1 v128) (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
@@ -1643,67 +1652,122 @@
           (i8x16.swizzle (local.get $r) (v128.const i8x16 16 16 16 16 0 1 2 3 16 16 16 16 4 5 6 7)) (i32.const 6)) (i32.const 4))))
         (local.set $xb (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))
         (local.set $u (i16x8.extend_low_i8x16_u (local.get $r)))
-        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u))))
+        (local.set $fs (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u))))
           (v128.load (local.get $xb))))
-        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u))))
+        (local.set $fs1 (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u))))
           (v128.load offset=16 (local.get $xb))))
         (local.set $u (i16x8.extend_high_i8x16_u (local.get $r)))
-        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u)))))
+        (local.set $fm (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u)))))
           (v128.load (local.get $xb))))
-        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u)))))
+        (local.set $fm1 (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u)))))
           (v128.load offset=16 (local.get $xb))))
-        ;; Chunk c: sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles).
+        ;; Steps t = 0, 1: sub-blocks 4t, 4t + 1 (the low and high nibbles of the 32 bytes at $qp + 64t), 4t + 2,
+        ;; 4t + 3 (of the next 32). A loop in the plain build, written out in the relaxed one (each measured the faster there).
         (local.set $qp (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))))
         (local.set $xe (i32.add (local.get $xq) (i32.shl (local.get $b) (i32.const 9))))
-        (local.set $xb (i32.add (local.get $xs) (i32.shl (local.get $b) (i32.const 7))))
-        (local.set $fs (local.get $f))
-        (local.set $c (i32.const 0))
-        (block $chunksDone
-          (loop $chunks
-            (br_if $chunksDone (i32.ge_u (local.get $c) (i32.const 4)))
-            ;; plain-only: begin
-            ;; As 16-bit lanes, lane i of each 16 bytes holds element 2i of sub-block 2c (bits 0..3), 2i + 1
-            ;; (8..11), and the same of sub-block 2c + 1 (4..7, 12..15); bytes 16.. hold elements 16...
+        (local.set $xb (i32.add (local.get $xs) (i32.shl (local.get $b) (i32.const 5))))
+        ;; plain-only: begin
+        (local.set $t (i32.const 0))
+        (block $stepsDone
+          (loop $steps
+            (br_if $stepsDone (i32.ge_u (local.get $t) (i32.const 2)))
+            ;; As 16-bit lanes, lane i of each 16 bytes holds element 2i of sub-block 4t (bits 0..3), 2i + 1
+            ;; (8..11), and the same of sub-block 4t + 1 (4..7, 12..15); bytes 16.. hold elements 16...
             (local.set $v0 (v128.load (local.get $qp)))
             (local.set $v1 (v128.load offset=16 (local.get $qp)))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+            (local.set $s0 (i32x4.add
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v0) (i16x8.splat (i32.const 0x0f))) (v128.load (local.get $xe)))
                 (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=16 (local.get $xe))))
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v1) (i16x8.splat (i32.const 0x0f))) (v128.load offset=32 (local.get $xe)))
                 (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=48 (local.get $xe))))))
-              (v128.load32_splat (local.get $fs)))))
-            ;; plain-only: end
-            ;; relaxed-only: begin
-            ;; Byte j of each 16 holds element j of sub-block 2c (bits 0..3) and of 2c + 1 (4..7); bytes 16.. hold elements 16...
-            (local.set $v0 (v128.load (local.get $qp)))
-            (local.set $v1 (v128.load offset=16 (local.get $qp)))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=16 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f)))))))
-              (v128.load32_splat (local.get $fs)))))
-            ;; relaxed-only: end
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (v128.load32_splat offset=32 (local.get $fs)))))
-            ;; plain-only: begin
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.add
+            (local.set $s1 (i32x4.add
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=64 (local.get $xe)))
                 (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v0) (i32.const 12)) (v128.load offset=80 (local.get $xe))))
               (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=96 (local.get $xe)))
                 (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v1) (i32.const 12)) (v128.load offset=112 (local.get $xe))))))
-              (v128.load32_splat offset=4 (local.get $fs)))))
-            ;; plain-only: end
-            ;; relaxed-only: begin
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extadd_pairwise_i16x8_s (i16x8.add
-              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
-              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=80 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f)))))))
-              (v128.load32_splat offset=4 (local.get $fs)))))
-            ;; relaxed-only: end
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (v128.load32_splat offset=36 (local.get $fs)))))
-            (local.set $qp (i32.add (local.get $qp) (i32.const 32)))
-            (local.set $xe (i32.add (local.get $xe) (i32.const 128)))
-            (local.set $xb (i32.add (local.get $xb) (i32.const 32)))
-            (local.set $fs (i32.add (local.get $fs) (i32.const 8)))
-            (local.set $c (i32.add (local.get $c) (i32.const 1)))
-            (br $chunks)))
+            (local.set $v0 (v128.load offset=32 (local.get $qp)))
+            (local.set $v1 (v128.load offset=48 (local.get $qp)))
+            (local.set $s2 (i32x4.add
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v0) (i16x8.splat (i32.const 0x0f))) (v128.load offset=128 (local.get $xe)))
+                (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=144 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (local.get $v1) (i16x8.splat (i32.const 0x0f))) (v128.load offset=160 (local.get $xe)))
+                (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 8)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=176 (local.get $xe))))))
+            (local.set $s3 (i32x4.add
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=192 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v0) (i32.const 12)) (v128.load offset=208 (local.get $xe))))
+              (i32x4.add (i32x4.dot_i16x8_s (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i16x8.splat (i32.const 0x0f))) (v128.load offset=224 (local.get $xe)))
+                (i32x4.dot_i16x8_s (i16x8.shr_u (local.get $v1) (i32.const 12)) (v128.load offset=240 (local.get $xe))))))
+            ;; Across: unpacks of 32 bits (lanes: sub-blocks 0, 1, 0, 1 and 2, 3, 2, 3), then of 64 (0, 1, 2, 3).
+            (local.set $s0 (i32x4.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
+            (local.set $s2 (i32x4.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
+            (local.set $s0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
+              (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (local.get $fm))))
+            (local.set $fs (local.get $fs1))
+            (local.set $fm (local.get $fm1))
+            (local.set $qp (i32.add (local.get $qp) (i32.const 64)))
+            (local.set $xe (i32.add (local.get $xe) (i32.const 256)))
+            (local.set $xb (i32.add (local.get $xb) (i32.const 16)))
+            (local.set $t (i32.add (local.get $t) (i32.const 1)))
+            (br $steps)))
+        ;; plain-only: end
+        ;; relaxed-only: begin
+        ;; Step 0.
+        ;; Byte j of each 16 holds element j of sub-block 4t (bits 0..3) and of 4t + 1 (4..7); bytes 16.. hold elements 16...
+        (local.set $v0 (v128.load (local.get $qp)))
+        (local.set $v1 (v128.load offset=16 (local.get $qp)))
+        (local.set $s0 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=16 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $s1 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=80 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $v0 (v128.load offset=32 (local.get $qp)))
+        (local.set $v1 (v128.load offset=48 (local.get $qp)))
+        (local.set $s2 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=144 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $s3 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=208 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+        ;; Across, in i16: unpacks of 32 bits (i16 pairs of sub-blocks 0, 1, 0, 1 and 2, 3, 2, 3), then of 64 (0, 1, 2, 3), widened pairwise.
+        (local.set $s0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
+        (local.set $s2 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
+        (local.set $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2)))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (local.get $fm))))
+        ;; Step 1 (as step 0).
+        (local.set $v0 (v128.load offset=64 (local.get $qp)))
+        (local.set $v1 (v128.load offset=80 (local.get $qp)))
+        (local.set $s0 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=256 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=272 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $s1 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=320 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=336 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $v0 (v128.load offset=96 (local.get $qp)))
+        (local.set $v1 (v128.load offset=112 (local.get $qp)))
+        (local.set $s2 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=384 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=400 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $s3 (i16x8.add
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=448 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=464 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+        (local.set $s0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
+        (local.set $s2 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
+          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
+        (local.set $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2)))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs1))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (local.get $fm1))))
+        ;; relaxed-only: end
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
     (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
@@ -1711,8 +1775,8 @@
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
   ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0 and
-  ;; Q8_0, a super-block's 16 factors for Q4_K, two rows' 16 of a super-block for Q6_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
-  ;; and 16 of lane sums (q8ScratchBytes in src/submit/wasm/ops.ts).
+  ;; Q8_0, two rows' 16 of a super-block for Q6_K; Q4_K keeps its factors in registers), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; and 16 for x's total (4 of them used; q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
     (local $i i32) (local $j i32) (local $row i32) (local $blocks i32) (local $xqBytes i32) (local $xRow i32) (local $qs i32) (local $nBytes i32)
@@ -1805,7 +1869,7 @@
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
             (f32.store (local.get $o)
               (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd)) (i32.add (local.get $xRow) (local.get $xs))
-                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $scratch)))
+                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1)))
             (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
             (local.set $o (i32.add (local.get $o) (local.get $nBytes)))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))

@@ -168,12 +168,15 @@ function q4kScaleMin(bytes: Uint8Array, at: number, s: number): [number, number]
   return [(hi4 & 15) | ((bytes[at + s - 4]! >> 6) << 4), (hi4 >> 4) | ((bytes[at + s]! >> 6) << 4)];
 }
 
-/** Q4_K rows against quantized x, in the kernel's order: super-block b, sub-block s (x's block 8b + s). */
+/**
+ * Q4_K rows against quantized x, in the kernel's order: super-block b, step t (sub-blocks 4t .. 4t + 3, x's
+ * blocks 8b + 4t ..). Sub-block 4t + l's exact integer sums go whole to lane l: acc += f32(sum q x_q) *
+ * f(f(d sc) d_x), then acc += f32(sum x_q) * f(-f(dmin m) d_x), one f32 step of each per step and lane.
+ */
 function q4kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[], xq: Int16Array, xd: Float32Array, out: Float32Array, m: number, n: number, k: number): void {
   const [scPlane, dmPlane] = planes as [number, number];
   const supers = k / QK_K;
   const blocks = k / BLOCK;
-  const q = new Uint8Array(BLOCK);
   const acc = new Float64Array(LANES);
   const SUBS = QK_K / BLOCK;
   const SCALE_BYTES = 12;
@@ -185,23 +188,24 @@ function q4kRows(bytes: Uint8Array, rowBytes: number, planes: readonly number[],
         const dmAt = row + dmPlane + 4 * b;
         const d = halfToFloat(bytes[dmAt]! | (bytes[dmAt + 1]! << 8));
         const dmin = halfToFloat(bytes[dmAt + 2]! | (bytes[dmAt + 3]! << 8));
-        for (let s = 0; s < SUBS; s++) {
-          const [sc, mn] = q4kScaleMin(bytes, row + scPlane + SCALE_BYTES * b, s);
-          const quants = row + b * (QK_K / 2) + (s >> 1) * BLOCK;
-          for (let e = 0; e < BLOCK; e++) q[e] = s % 2 === 0 ? bytes[quants + e]! & 0x0f : bytes[quants + e]! >> 4;
-          const dx = xd[i * blocks + b * SUBS + s]!;
-          const xBase = i * k + b * QK_K + s * BLOCK;
-          const scale = f(f(d * sc) * dx);
-          const min = f(-f(dmin * mn) * dx);
-          const sq = [0, 0, 0, 0];
-          const sx = [0, 0, 0, 0];
-          for (let e = 0; e < BLOCK; e++) {
-            sq[laneOf(e)]! += q[e]! * xq[xBase + e]!;
-            sx[laneOf(e)]! += xq[xBase + e]!;
-          }
+        for (let t = 0; t < SUBS / LANES; t++) {
           for (let lane = 0; lane < LANES; lane++) {
-            acc[lane] = f(acc[lane]! + f(f(sq[lane]!) * scale));
-            acc[lane] = f(acc[lane]! + f(f(sx[lane]!) * min));
+            const s = t * LANES + lane;
+            const [sc, mn] = q4kScaleMin(bytes, row + scPlane + SCALE_BYTES * b, s);
+            const quants = row + b * (QK_K / 2) + (s >> 1) * BLOCK;
+            const dx = xd[i * blocks + b * SUBS + s]!;
+            const xBase = i * k + b * QK_K + s * BLOCK;
+            const scale = f(f(d * sc) * dx);
+            const min = f(-f(dmin * mn) * dx);
+            let sq = 0;
+            let sx = 0;
+            for (let e = 0; e < BLOCK; e++) {
+              const q = s % 2 === 0 ? bytes[quants + e]! & 0x0f : bytes[quants + e]! >> 4;
+              sq += q * xq[xBase + e]!;
+              sx += xq[xBase + e]!;
+            }
+            acc[lane] = f(acc[lane]! + f(f(sq) * scale));
+            acc[lane] = f(acc[lane]! + f(f(sx) * min));
           }
         }
       }
