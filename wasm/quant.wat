@@ -1644,12 +1644,15 @@
             (i32.lt_u (local.get $ht) (i32.const 0x400)))))))
         ;; The 12 scale bytes (and 4 bytes after them, unused: the next block's scales or the d plane).
         (local.set $r (v128.load (i32.add (i32.add (local.get $w) (local.get $p0)) (i32.mul (local.get $b) (i32.const 12)))))
-        (local.set $a (i8x16.swizzle (local.get $r) (v128.const i8x16 0 1 2 3 8 9 10 11 4 5 6 7 8 9 10 11)))
-        (local.set $a (v128.bitselect (i8x16.shr_u (local.get $a) (i32.const 4))
-          (v128.and (local.get $a) (v128.const i8x16 63 63 63 63 15 15 15 15 63 63 63 63 0 0 0 0))
-          (v128.const i8x16 0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1)))
-        (local.set $r (v128.or (local.get $a) (i8x16.shl (i8x16.shr_u
-          (i8x16.swizzle (local.get $r) (v128.const i8x16 16 16 16 16 0 1 2 3 16 16 16 16 4 5 6 7)) (i32.const 6)) (i32.const 4))))
+        ;; Bytes 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11 of them; low 6 bits (sc 0..3, m 0..3), low 4 (sc 4..7)
+        ;; and high 4 (m 4..7, by a 16-bit shift: the bits it brings in from the next byte are masked off); then the
+        ;; top 2 bits of bytes 0..3 (4..7) as bits 4, 5 of sc 4..7 (m 4..7): (b >> 6) << 4 = (b >> 2) & 0x30.
+        (local.set $a (i8x16.shuffle 0 1 2 3 8 9 10 11 4 5 6 7 8 9 10 11 (local.get $r) (local.get $r)))
+        (local.set $r (v128.or (v128.or
+            (v128.and (local.get $a) (v128.const i8x16 63 63 63 63 15 15 15 15 63 63 63 63 0 0 0 0))
+            (v128.and (i16x8.shr_u (local.get $a) (i32.const 4)) (v128.const i8x16 0 0 0 0 0 0 0 0 0 0 0 0 15 15 15 15)))
+          (v128.and (i16x8.shr_u (i8x16.shuffle 0 0 0 0 0 1 2 3 0 0 0 0 4 5 6 7 (local.get $r) (local.get $r)) (i32.const 2))
+            (v128.const i8x16 0 0 0 0 48 48 48 48 0 0 0 0 48 48 48 48))))
         (local.set $xb (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))
         (local.set $u (i16x8.extend_low_i8x16_u (local.get $r)))
         (local.set $fs (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u))))

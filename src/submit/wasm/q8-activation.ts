@@ -11,9 +11,9 @@ const BLOCK = 32;
 /** Largest magnitude of a quantized x value. */
 const Q_MAX = 127;
 /**
- * Vector lanes of the kernel's accumulators, and elements per lane per 16: of every 16 consecutive
- * elements (of a block, or of a Q6_K group), lane l sums elements 4l .. 4l + 3 (the kernel's x layout,
- * even then odd elements, puts them there).
+ * Vector lanes of the kernel's accumulators, and elements per lane per 16: for Q8_0 and Q4_0, of every 16
+ * consecutive elements of a block, lane l sums elements 4l .. 4l + 3 (the kernel's x layout, even then odd
+ * elements, puts them there); Q4_K and Q6_K put each sub-block's or group's whole sum in one lane.
  */
 const LANES = 4;
 const PER_LANE = 4;
