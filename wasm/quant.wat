@@ -1610,20 +1610,21 @@
   ;; at $w + 128b + 32(s / 2) for even s, high halves for odd s), scale d * sc_s and min -(dmin * m_s)
   ;; (GGML's products). The 6-bit sc_s and m_s of all 8 sub-blocks are unpacked at once from the 12 scale
   ;; bytes (byte lanes 0..7: sc, 8..15: m; the packing of $decode_q4_k), and the factors (d * sc_s) * d_x
-  ;; and (-(dmin * m_s)) * d_x of sub-blocks 4t .. 4t + 3 kept as vectors (lane l: sub-block 4t + l). Step t
-  ;; (two per super-block) sums each of its four sub-blocks' 32 products q x_q across into one lane, exactly
-  ;; (lane l: sub-block 4t + l), then acc += f32(S) * scale factors, acc += f32(X) * min factors (X: the four
-  ;; blocks' x totals, one load); the result is acc's lane sum. The four sub-blocks' lane vectors meet by
-  ;; unpacks of 32 then 64 bits and adds. Plain build: per sub-block four i32x4.dot_i16x8_s (i32 lanes). The
-  ;; relaxed build: per sub-block, x's 32 bytes against the (unsigned) nibbles by
-  ;; i16x8.relaxed_dot_i8x16_i7x16_s per 16, added (at most 4 * 15 * 127 per i16 lane), the unpacks' adds
-  ;; in i16 too (at most 16 * 15 * 127 = 30480), then widened pairwise: the same integers. Sub-block 4t + l's
-  ;; x at $xe + 64l.
+  ;; and (-(dmin * m_s)) * d_x go to $f as four f32x4 (scales of sub-blocks 0..3, 4..7, then mins; lane l:
+  ;; sub-block 4t + l). Step t (two per super-block) sums each of its four sub-blocks' 32 products q x_q
+  ;; across into one lane, exactly (lane l: sub-block 4t + l), then acc += f32(S) * scale factors,
+  ;; acc += f32(X) * min factors (X: the four blocks' x totals, one load); the result is acc's lane sum. The
+  ;; four sub-blocks' lane vectors meet by unpacks of 32 then 64 bits and adds. Plain build: per sub-block
+  ;; four i32x4.dot_i16x8_s (i32 lanes). The relaxed build: per sub-block, x's 32 bytes against the
+  ;; (unsigned) nibbles by i16x8.relaxed_dot_i8x16_i7x16_s per 16, added (at most 4 * 15 * 127 per i16
+  ;; lane), the unpacks' adds in i16 too (at most 16 * 15 * 127 = 30480), then widened pairwise: the same
+  ;; integers. Sub-block 4t + l's x at $xe + 64l. (The factors stay in $f rather than in locals: carried
+  ;; through the step loop, or with the steps written out, they cost more in vector moves and spills.)
   (func $dot_q4_k_q8x (param $xq i32) (param $xd i32) (param $xs i32) (param $w i32) (param $blocks i32) (param $p0 i32) (param $p1 i32)
-    (result f32)
-    (local $b i32) (local $t i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $xb i32) (local $hb i32) (local $ht i32)
+    (param $f i32) (result f32)
+    (local $fp i32) (local $b i32) (local $t i32) (local $dm i32) (local $qp i32) (local $xe i32) (local $xb i32) (local $hb i32) (local $ht i32)
     (local $r v128) (local $a v128) (local $u v128) (local $d v128) (local $dmin v128) (local $v0 v128) (local $v1 v128) (local $acc v128)
-    (local $fs v128) (local $fm v128) (local $fs1 v128) (local $fm1 v128) (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
+    (local $s0 v128) (local $s1 v128) (local $s2 v128) (local $s3 v128)
     (block $done
       (loop $block
         (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))
@@ -1655,25 +1656,25 @@
             (v128.const i8x16 0 0 0 0 48 48 48 48 0 0 0 0 48 48 48 48))))
         (local.set $xb (i32.add (local.get $xd) (i32.shl (local.get $b) (i32.const 5))))
         (local.set $u (i16x8.extend_low_i8x16_u (local.get $r)))
-        (local.set $fs (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u))))
+        (v128.store (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u))))
           (v128.load (local.get $xb))))
-        (local.set $fs1 (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u))))
+        (v128.store offset=16 (local.get $f) (f32x4.mul (f32x4.mul (local.get $d) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u))))
           (v128.load offset=16 (local.get $xb))))
         (local.set $u (i16x8.extend_high_i8x16_u (local.get $r)))
-        (local.set $fm (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u)))))
+        (v128.store offset=32 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $u)))))
           (v128.load (local.get $xb))))
-        (local.set $fm1 (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u)))))
+        (v128.store offset=48 (local.get $f) (f32x4.mul (f32x4.neg (f32x4.mul (local.get $dmin) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $u)))))
           (v128.load offset=16 (local.get $xb))))
-        ;; Steps t = 0, 1: sub-blocks 4t, 4t + 1 (the low and high nibbles of the 32 bytes at $qp + 64t), 4t + 2,
-        ;; 4t + 3 (of the next 32). A loop in the plain build, written out in the relaxed one (each measured the faster there).
+        ;; Step t (0, 1): sub-blocks 4t, 4t + 1 (the low and high nibbles of the 32 bytes at $qp), 4t + 2, 4t + 3 (of the next 32).
         (local.set $qp (i32.add (local.get $w) (i32.shl (local.get $b) (i32.const 7))))
         (local.set $xe (i32.add (local.get $xq) (i32.shl (local.get $b) (i32.const 9))))
         (local.set $xb (i32.add (local.get $xs) (i32.shl (local.get $b) (i32.const 5))))
-        ;; plain-only: begin
         (local.set $t (i32.const 0))
+        (local.set $fp (local.get $f))
         (block $stepsDone
           (loop $steps
             (br_if $stepsDone (i32.ge_u (local.get $t) (i32.const 2)))
+            ;; plain-only: begin
             ;; As 16-bit lanes, lane i of each 16 bytes holds element 2i of sub-block 4t (bits 0..3), 2i + 1
             ;; (8..11), and the same of sub-block 4t + 1 (4..7, 12..15); bytes 16.. hold elements 16...
             (local.set $v0 (v128.load (local.get $qp)))
@@ -1707,70 +1708,41 @@
               (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
             (local.set $s0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
               (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs))))
-            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (local.get $fm))))
-            (local.set $fs (local.get $fs1))
-            (local.set $fm (local.get $fm1))
+            ;; plain-only: end
+            ;; relaxed-only: begin
+            ;; Byte j of each 16 holds element j of sub-block 4t (bits 0..3) and of 4t + 1 (4..7); bytes 16.. hold elements 16...
+            (local.set $v0 (v128.load (local.get $qp)))
+            (local.set $v1 (v128.load offset=16 (local.get $qp)))
+            (local.set $s0 (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=16 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+            (local.set $s1 (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=80 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+            (local.set $v0 (v128.load offset=32 (local.get $qp)))
+            (local.set $v1 (v128.load offset=48 (local.get $qp)))
+            (local.set $s2 (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=144 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
+            (local.set $s3 (i16x8.add
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
+              (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=208 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
+            ;; Across, in i16: unpacks of 32 bits (i16 pairs of sub-blocks 0, 1, 0, 1 and 2, 3, 2, 3), then of 64 (0, 1, 2, 3), widened pairwise.
+            (local.set $s0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
+            (local.set $s2 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
+              (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
+            (local.set $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
+              (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2)))))
+            ;; relaxed-only: end
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (v128.load (local.get $fp)))))
+            (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (v128.load offset=32 (local.get $fp)))))
+            (local.set $fp (i32.add (local.get $fp) (i32.const 16)))
             (local.set $qp (i32.add (local.get $qp) (i32.const 64)))
             (local.set $xe (i32.add (local.get $xe) (i32.const 256)))
             (local.set $xb (i32.add (local.get $xb) (i32.const 16)))
             (local.set $t (i32.add (local.get $t) (i32.const 1)))
             (br $steps)))
-        ;; plain-only: end
-        ;; relaxed-only: begin
-        ;; Step 0.
-        ;; Byte j of each 16 holds element j of sub-block 4t (bits 0..3) and of 4t + 1 (4..7); bytes 16.. hold elements 16...
-        (local.set $v0 (v128.load (local.get $qp)))
-        (local.set $v1 (v128.load offset=16 (local.get $qp)))
-        (local.set $s0 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=16 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $s1 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=64 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=80 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $v0 (v128.load offset=32 (local.get $qp)))
-        (local.set $v1 (v128.load offset=48 (local.get $qp)))
-        (local.set $s2 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=128 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=144 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $s3 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=192 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=208 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-        ;; Across, in i16: unpacks of 32 bits (i16 pairs of sub-blocks 0, 1, 0, 1 and 2, 3, 2, 3), then of 64 (0, 1, 2, 3), widened pairwise.
-        (local.set $s0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
-          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
-        (local.set $s2 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
-          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
-        (local.set $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
-          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2)))))
-        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs))))
-        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load (local.get $xb)) (local.get $fm))))
-        ;; Step 1 (as step 0).
-        (local.set $v0 (v128.load offset=64 (local.get $qp)))
-        (local.set $v1 (v128.load offset=80 (local.get $qp)))
-        (local.set $s0 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=256 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=272 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $s1 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=320 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=336 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $v0 (v128.load offset=96 (local.get $qp)))
-        (local.set $v1 (v128.load offset=112 (local.get $qp)))
-        (local.set $s2 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=384 (local.get $xe)) (v128.and (local.get $v0) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=400 (local.get $xe)) (v128.and (local.get $v1) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $s3 (i16x8.add
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=448 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v0) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))
-          (i16x8.relaxed_dot_i8x16_i7x16_s (v128.load offset=464 (local.get $xe)) (v128.and (i16x8.shr_u (local.get $v1) (i32.const 4)) (i8x16.splat (i32.const 0x0f))))))
-        (local.set $s0 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s0) (local.get $s1))
-          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s0) (local.get $s1))))
-        (local.set $s2 (i16x8.add (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $s2) (local.get $s3))
-          (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $s2) (local.get $s3))))
-        (local.set $s0 (i32x4.extadd_pairwise_i16x8_s (i16x8.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $s0) (local.get $s2))
-          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $s0) (local.get $s2)))))
-        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.convert_i32x4_s (local.get $s0)) (local.get $fs1))))
-        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load offset=16 (local.get $xb)) (local.get $fm1))))
-        ;; relaxed-only: end
         (local.set $b (i32.add (local.get $b) (i32.const 1)))
         (br $block)))
     (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
@@ -1778,7 +1750,7 @@
 
   ;; qmatmul_q8: out[M, N] = x[M, K] . W^T for Q8_0 ($kind 3), Q4_0 (4), Q4_K (5) or Q6_K (6) rows with x quantized
   ;; first (see above). $scratch: K / 2 bytes of per-row factors (four rows' block factors for Q4_0 and
-  ;; Q8_0, two rows' 16 of a super-block for Q6_K; Q4_K keeps its factors in registers), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
+  ;; Q8_0, a super-block's 16 factors for Q4_K (four f32x4), two rows' 16 of a super-block for Q6_K), then per row of x, per block of 32: 64 bytes of i16, 4 of scale
   ;; and 16 for x's total (4 of them used; q8ScratchBytes in src/submit/wasm/ops.ts).
   (func (export "qmatmul_q8") (param $kind i32) (param $x i32) (param $w i32) (param $out i32) (param $m i32) (param $n i32) (param $k i32)
     (param $rowBytes i32) (param $p0 i32) (param $p1 i32) (param $p2 i32) (param $scratch i32)
@@ -1872,7 +1844,7 @@
             (br_if $xDone (i32.ge_u (local.get $i) (local.get $m)))
             (f32.store (local.get $o)
               (call $dot_q4_k_q8x (local.get $xRow) (i32.add (local.get $xRow) (local.get $xd)) (i32.add (local.get $xRow) (local.get $xs))
-                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1)))
+                (local.get $row) (local.get $supers) (local.get $p0) (local.get $p1) (local.get $scratch)))
             (local.set $xRow (i32.add (local.get $xRow) (local.get $xqBytes)))
             (local.set $o (i32.add (local.get $o) (local.get $nBytes)))
             (local.set $i (i32.add (local.get $i) (i32.const 1)))
