@@ -148,21 +148,27 @@ describe.skipIf(!present)('partitions and manifests', () => {
   }, TIMEOUT);
 });
 
+/** Greedy prefill + 3 decodes of the whole model on one host runtime: the reference ids and logits. */
+async function singleRankReference(runtime: ReturnType<typeof createRuntime>): Promise<{ refIds: number[]; refLogits: Float32Array[] }> {
+  const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
+  const refIds: number[] = [];
+  const refLogits: Float32Array[] = [];
+  let r = await single.run(PROMPT, 0);
+  refIds.push(r.argmax);
+  refLogits.push(r.logits);
+  for (let i = 1; i < 4; i++) {
+    r = await single.run([refIds[i - 1]!], PROMPT.length + i - 1);
+    refIds.push(r.argmax);
+    refLogits.push(r.logits);
+  }
+  single.dispose();
+  return { refIds, refLogits };
+}
+
 describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', () => {
   it('[TS-dist-same-numbers] a pipeline partition gives logits bit-identical to one host rank; a tensor partition within 1e-5 relative, same greedy ids', async () => {
     const runtime = createRuntime(createHostProvider());
-    const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
-    const refIds: number[] = [];
-    const refLogits: Float32Array[] = [];
-    let r = await single.run(PROMPT, 0);
-    refIds.push(r.argmax);
-    refLogits.push(r.logits);
-    for (let i = 1; i < 4; i++) {
-      r = await single.run([refIds[i - 1]!], PROMPT.length + i - 1);
-      refIds.push(r.argmax);
-      refLogits.push(r.logits);
-    }
-    single.dispose();
+    const { refIds, refLogits } = await singleRankReference(runtime);
     expect(refIds.slice(0, 4)).toEqual([432, 383, 286, 261]);
     const pipeSession = await session(PIPELINE);
     const pipe = await greedy(pipeSession, 4);
@@ -178,18 +184,7 @@ describe.skipIf(!present)('partitioned forward on host ranks (worker_threads)', 
 
   it('[TS-dist-replicated-attention] [TS-dist-same-numbers] a tensor partition with replicated attention gives logits within 1e-5 relative of one host rank and the same greedy ids, with one exchange per layer', async () => {
     const runtime = createRuntime(createHostProvider());
-    const single = await LlamaForward.create(runtime, model!, { maxSeq: MAX_SEQ, maxBatch: MAX_BATCH, decode: 'plain' });
-    const refIds: number[] = [];
-    const refLogits: Float32Array[] = [];
-    let r = await single.run(PROMPT, 0);
-    refIds.push(r.argmax);
-    refLogits.push(r.logits);
-    for (let i = 1; i < 4; i++) {
-      r = await single.run([refIds[i - 1]!], PROMPT.length + i - 1);
-      refIds.push(r.argmax);
-      refLogits.push(r.logits);
-    }
-    single.dispose();
+    const { refIds, refLogits } = await singleRankReference(runtime);
     const s = await session(evenTensorPartition(partitionModelOf(model!), 2, 'replicated'));
     const tensor = await greedy(s, 4);
     expect(tensor.ids).toEqual(refIds);
